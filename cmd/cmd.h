@@ -1,0 +1,32 @@
+/* cmd.h - every dkb subcommand. cmd/ is the only layer that prints or chooses an exit code.
+ *
+ * To add a subcommand:
+ *   1. write cmd/NAME.c with `int cmd_NAME(int argc, char **argv)`, preceded by its usage line;
+ *      argv[0] is the subcommand name; return an enum dkb_exit value, never call exit();
+ *   2. declare it below;
+ *   3. add one row to the table in cmd/main.c (name, function, usage, summary, help text);
+ *   4. add the usage line and an example to README.md (tests/test_cli.c runs the README examples).
+ * `dkb NAME --help` and `dkb help NAME` print the row's text without calling the function. */
+#ifndef DKB_CMD_H
+#define DKB_CMD_H
+
+#include <stdio.h>
+
+#include "harness/err.h"
+
+int cmd_oracle(int argc, char **argv);
+int cmd_digest(int argc, char **argv);
+
+/* Shared by the cmd_* files. */
+/* "dkb: error: <formatted err>" on stderr; returns err->code. */
+int cmd_report_err(const struct dkb_err *err);
+/* "dkb: error: <msg>" + the command's usage line on stderr; returns DKB_USAGE. */
+int cmd_usage_error(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* Parses long options with getopt_long, turning its complaints into cmd_usage_error. Returns the
+ * option value like getopt_long, -1 at the end, or '?' after printing the usage error. */
+struct option;
+int cmd_getopt(int argc, char **argv, const struct option *opts, const char *cmd);
+extern int cmd_optind;
+extern char *cmd_optarg;
+
+#endif

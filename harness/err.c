@@ -1,0 +1,50 @@
+/* err.c - filling and formatting struct dkb_err (see err.h). */
+#include "err.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+void dkb_err_clear(struct dkb_err *e) { memset(e, 0, sizeof *e); }
+
+int dkb_err_vset(struct dkb_err *e, int code, const char *file, const char *pointer, const char *fmt,
+                 va_list ap) {
+  if (!e) return -1;
+  e->code = code;
+  e->line = e->column = 0;
+  snprintf(e->file, sizeof e->file, "%s", file ? file : "");
+  snprintf(e->pointer, sizeof e->pointer, "%s", pointer ? pointer : "");
+  vsnprintf(e->msg, sizeof e->msg, fmt, ap);
+  return -1;
+}
+
+int dkb_err_set(struct dkb_err *e, int code, const char *file, const char *pointer, const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  dkb_err_vset(e, code, file, pointer, fmt, ap);
+  va_end(ap);
+  return -1;
+}
+
+void dkb_err_format(const struct dkb_err *e, char *out, unsigned long n) {
+  if (e->file[0] && e->line > 0)
+    snprintf(out, n, "%s:%d:%d: %s", e->file, e->line, e->column, e->msg);
+  else if (e->file[0] && e->pointer[0])
+    snprintf(out, n, "%s: %s: %s", e->file, e->pointer, e->msg);
+  else if (e->file[0])
+    snprintf(out, n, "%s: %s", e->file, e->msg);
+  else if (e->pointer[0])
+    snprintf(out, n, "%s: %s", e->pointer, e->msg);
+  else
+    snprintf(out, n, "%s", e->msg);
+}
+
+void dkb_bug(const char *file, int line, const char *fmt, ...) {
+  va_list ap;
+  fprintf(stderr, "dkb: BUG: %s:%d: ", file, line);
+  va_start(ap, fmt);
+  vfprintf(stderr, fmt, ap);
+  va_end(ap);
+  fputc('\n', stderr);
+  abort();
+}

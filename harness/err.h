@@ -1,0 +1,41 @@
+/* err.h - the one error value lower layers fill, and the one exit-code enum.
+ * harness/, oracles/ and evidence/ never print: they return -1 and fill a struct dkb_err with
+ * what failed (file, JSON Pointer, reason). Only cmd/ turns it into a message and an exit code. */
+#ifndef DKB_ERR_H
+#define DKB_ERR_H
+
+#include <stdarg.h>
+
+/* Exit codes shared by every subcommand (README "Exit codes"). */
+enum dkb_exit {
+  DKB_OK = 0,        /* everything asked for holds */
+  DKB_FAIL = 1,      /* the thing under test failed: expectation, correctness, level below required */
+  DKB_USAGE = 2,     /* bad command line */
+  DKB_INPUT = 3,     /* malformed input: fixture or bundle */
+  DKB_ENV = 4,       /* the environment cannot supply what was required */
+  DKB_INTERNAL = 5,  /* a bug or an I/O failure inside dkb */
+};
+
+struct dkb_err {
+  int code;           /* enum dkb_exit the caller should end with */
+  char file[512];     /* the document the error is about, "" if none */
+  char pointer[512];  /* RFC 6901 JSON Pointer inside it, "" for syntax or whole-document errors */
+  int line, column;   /* > 0 for syntax errors */
+  char msg[1024];     /* reason: lower case, no full stop */
+};
+
+void dkb_err_clear(struct dkb_err *e);
+/* Always returns -1 so callers can `return dkb_err_set(...)`. */
+int dkb_err_set(struct dkb_err *e, int code, const char *file, const char *pointer, const char *fmt, ...)
+    __attribute__((format(printf, 5, 6)));
+int dkb_err_vset(struct dkb_err *e, int code, const char *file, const char *pointer, const char *fmt,
+                 va_list ap);
+/* "file:line:column: msg", "file: /ptr: msg", "file: msg" or "msg": the one message form. */
+void dkb_err_format(const struct dkb_err *e, char *out, unsigned long n);
+
+/* Programmer errors only (STYLE 8): never for bad input. */
+#define DKB_BUG(...) dkb_bug(__FILE__, __LINE__, __VA_ARGS__)
+_Noreturn void dkb_bug(const char *file, int line, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+#endif

@@ -1,0 +1,24 @@
+/* kernels.h - the plain C face of dkb's CUDA code. Everything here is callable from C11; the .cu
+ * files behind it hold the kernels. Launch wrappers return a cudaError_t value as int (0 = success)
+ * and never exit: the harness turns a failure into evidence with a reason. */
+#ifndef DKB_KERNELS_H
+#define DKB_KERNELS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Streaming-read roofline (roofline.cu): reads n16 16-byte vectors from src with evict-first loads
+ * and folds them into sink[0] so the loads cannot be removed. grid 0 picks 8 CTAs per SM. */
+int dkb_roofline_read(const void *src, size_t n16, float *sink, int grid, void *stream);
+/* Names of the kernel symbols roofline.cu defines, for matching CUPTI records. */
+extern const char *const dkb_roofline_symbol;
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

@@ -1,0 +1,39 @@
+// roofline.cu - dkb's streaming-read kernel: the bandwidth ceiling dkb bench divides by.
+// One pass over a buffer much larger than L2 with 16-byte evict-first loads (__ldcs), eight loads in
+// flight per thread, summed so the compiler keeps every load. Kernel versions: dkb_roofline_read_v1.
+#include <cuda_runtime.h>
+
+#include "kernels.h"
+
+extern "C" __global__ void dkb_roofline_read_v1(const float4 *__restrict__ src, size_t n, float *sink) {
+  const size_t stride = (size_t)gridDim.x * blockDim.x;
+  size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
+  float acc = 0.f;
+  for (; i + 7 * stride < n; i += 8 * stride) {
+    float4 v[8];
+#pragma unroll
+    for (int k = 0; k < 8; k++) v[k] = __ldcs(src + i + k * stride);
+#pragma unroll
+    for (int k = 0; k < 8; k++) acc += v[k].x + v[k].y + v[k].z + v[k].w;
+  }
+  for (; i < n; i += stride) {
+    float4 v = __ldcs(src + i);
+    acc += v.x + v.y + v.z + v.w;
+  }
+  // Never true for finite data; keeps the sum (and so every load) alive.
+  if (acc == 1.2345e-37f) sink[0] = acc;
+}
+
+extern "C" const char *const dkb_roofline_symbol = "dkb_roofline_read_v1";
+
+extern "C" int dkb_roofline_read(const void *src, size_t n16, float *sink, int grid, void *stream) {
+  int dev = 0, sms = 0;
+  if (grid <= 0) {
+    cudaError_t e = cudaGetDevice(&dev);
+    if (e == cudaSuccess) e = cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev);
+    if (e != cudaSuccess) return (int)e;
+    grid = sms * 8;
+  }
+  dkb_roofline_read_v1<<<grid, 256, 0, (cudaStream_t)stream>>>((const float4 *)src, n16, sink);
+  return (int)cudaGetLastError();
+}

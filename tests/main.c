@@ -1,0 +1,27 @@
+/* main.c - the one test runner: every group below runs as one cmocka group, so `make test` ends
+ * with cmocka's summary line. To add a file: define DKB_TEST_GROUP(name, ...) in it and list it here. */
+#include "util.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#define GROUPS(X) X(cjson) X(cli) X(split_state)
+
+#define DECLARE(name) const struct CMUnitTest *tests_##name(size_t *n);
+GROUPS(DECLARE)
+
+int main(void) {
+  size_t total = 0, n;
+  struct CMUnitTest *all = NULL;
+#define COLLECT(name)                                              \
+  {                                                                \
+    const struct CMUnitTest *t = tests_##name(&n);                 \
+    all = realloc(all, (total + n) * sizeof *all);                 \
+    memcpy(all + total, t, n * sizeof *t);                         \
+    total += n;                                                    \
+  }
+  GROUPS(COLLECT)
+  int failed = _cmocka_run_group_tests("dkb", all, total, NULL, NULL);
+  free(all);
+  return failed ? 1 : 0;
+}

@@ -1,0 +1,172 @@
+/* test_cli.c - the command line: dispatch, help, version, usage errors, `dkb oracle` on the shipped
+ * fixtures, and the exact text of malformed-fixture errors (file, JSON Pointer, reason). */
+#include "util.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static void expect_run(const char *cmd, int rc, const char *out, const char *err) {
+  struct run_result r;
+  run_sh(&r, "%s", cmd);
+  if (r.rc != rc) fail_msg("%s: exit %d, want %d\nstdout: %s\nstderr: %s", cmd, r.rc, rc, r.out, r.err);
+  if (out) assert_string_equal(r.out, out);
+  if (err) assert_string_equal(r.err, err);
+  run_result_release(&r);
+}
+
+static void unknown_command_is_usage_error(void **s) {
+  (void)s;
+  expect_run("build/dkb frobnicate", 2, "",
+             "dkb: error: unknown command 'frobnicate'\nusage: dkb [--version] [--help] COMMAND [ARGS]\n");
+}
+
+static void unknown_option_is_usage_error(void **s) {
+  (void)s;
+  expect_run("build/dkb oracle --frob x.json", 2, "",
+             "dkb: error: unknown option '--frob'\nusage: dkb oracle FIXTURE... [--json]\n");
+  expect_run("build/dkb digest x.json --pointer", 2, "",
+             "dkb: error: option '--pointer' needs a value\n"
+             "usage: dkb digest FILE [--pointer /json/pointer] [--canonical]\n");
+  expect_run("build/dkb --frob", 2, "", "dkb: error: unknown option '--frob'\nusage: dkb [--version] [--help] COMMAND [ARGS]\n");
+}
+
+static void help_works_three_ways(void **s) {
+  (void)s;
+  struct run_result a, b, c;
+  run_sh(&a, "build/dkb help oracle");
+  run_sh(&b, "build/dkb oracle --help");
+  run_sh(&c, "build/dkb oracle -h");
+  assert_int_equal(a.rc, 0);
+  assert_int_equal(b.rc, 0);
+  assert_int_equal(c.rc, 0);
+  assert_string_equal(a.out, b.out);
+  assert_string_equal(a.out, c.out);
+  assert_non_null(strstr(a.out, "usage: dkb oracle FIXTURE... [--json]\n"));
+  assert_non_null(strstr(a.out, "  3  malformed input (fixture or bundle)\n"));
+  run_result_release(&a);
+  run_result_release(&b);
+  run_result_release(&c);
+  run_sh(&a, "build/dkb --help");
+  assert_int_equal(a.rc, 0);
+  assert_non_null(strstr(a.out, "  oracle     evaluate contract fixtures"));
+  run_result_release(&a);
+}
+
+static void version_names_commit_and_dirty_flag(void **s) {
+  (void)s;
+  struct run_result r, g;
+  run_sh(&r, "build/dkb --version");
+  run_sh(&g, "git rev-parse HEAD 2>/dev/null || echo none");
+  assert_int_equal(r.rc, 0);
+  assert_true(strncmp(r.out, "dkb ", 4) == 0);
+  g.out[strcspn(g.out, "\n")] = '\0';
+  if (strcmp(g.out, "none")) assert_non_null(strstr(r.out, g.out));
+  run_result_release(&r);
+  run_result_release(&g);
+}
+
+/* Every shipped contract fixture passes; every invalid one is reported with its reason. */
+static void oracle_passes_every_shipped_fixture(void **s) {
+  (void)s;
+  struct run_result r;
+  run_sh(&r, "build/dkb oracle fixtures/contracts/*.json");
+  if (r.rc != 0) fail_msg("dkb oracle exit %d\n%s%s", r.rc, r.out, r.err);
+  assert_null(strstr(r.out, "FAIL"));
+  struct run_result n;
+  run_sh(&n, "ls fixtures/contracts/*.json | wc -l; grep -l expect_reject fixtures/contracts/*.json | wc -l");
+  int files = 0, invalid = 0;
+  sscanf(n.out, "%d %d", &files, &invalid);
+  char want[128];
+  snprintf(want, sizeof want, "oracle: %d fixtures: %d passed, 0 failed, 0 malformed\n", files, files);
+  assert_non_null(strstr(r.out, want));
+  int rejected = 0;
+  for (const char *p = r.out; (p = strstr(p, "  rejected: ")); p++) rejected++;
+  assert_int_equal(rejected, invalid);
+  assert_true(invalid > 0);
+  run_result_release(&r);
+  run_result_release(&n);
+}
+
+static void oracle_json_report_is_schema_valid(void **s) {
+  (void)s;
+  struct run_result r;
+  run_sh(&r, "build/dkb oracle --json fixtures/contracts/*.json > %s/oracle.json && "
+             "/usr/bin/python3 tests/schema_check.py schemas/oracle-report.schema.json %s/oracle.json",
+         tmp_dir(), tmp_dir());
+  if (r.rc != 0) fail_msg("%s%s", r.out, r.err);
+  run_result_release(&r);
+}
+
+static void contract_fixtures_are_schema_valid(void **s) {
+  (void)s;
+  struct run_result r;
+  run_sh(&r, "/usr/bin/python3 tests/schema_check.py schemas/contract.schema.json fixtures/contracts/*.json");
+  if (r.rc != 0) fail_msg("%s%s", r.out, r.err);
+  run_result_release(&r);
+}
+
+static void failed_expectation_exits_1(void **s) {
+  (void)s;
+  const char *f = tmp_file("wrong.json",
+      "{\"schema\": \"dkb.contract/v1\", \"contract\": \"split_state\", \"name\": \"wrong\",\n"
+      " \"input\": {\"scores\": [10, 10, 0, 0], \"values\": [1, 1, 100, 100], \"splits\": [[0, 2], [2, 4]]},\n"
+      " \"expect\": [{\"at\": \"/O/0\", \"equals\": 50.5}]}\n");
+  struct run_result r;
+  run_sh(&r, "build/dkb oracle %s", f);
+  assert_int_equal(r.rc, 1);
+  assert_non_null(strstr(r.out, "FAIL  "));
+  assert_non_null(strstr(r.out, "    /O/0: expected 50.5, got 1.004494389001541"));
+  run_result_release(&r);
+}
+
+/* Malformed fixtures: exit 3 with file:line:column or file: pointer: reason. */
+static void malformed_fixture_errors_are_exact(void **s) {
+  (void)s;
+  struct { const char *name, *text, *err; } cases[] = {
+      {"syntax.json", "{\"schema\": \"dkb.contract/v1\",\n  \"name\": }\n",
+       "%s:2:11: unexpected token near '}'\n"},
+      {"dup.json", "{\"schema\": \"dkb.contract/v1\", \"schema\": \"x\"}\n",
+       "%s:1:38: duplicate object key near '\"schema\"'\n"},
+      {"unknown.json", "{\"schema\": \"dkb.contract/v1\", \"contract\": \"split_state\", \"name\": \"n\", \"input\": {}, "
+                       "\"expect\": [], \"colour\": 1}\n",
+       "%s: /colour: unknown key\n"},
+      {"kind.json", "{\"schema\": \"dkb.contract/v1\", \"contract\": \"nope\", \"name\": \"n\", \"input\": {}, \"expect\": []}\n",
+       "%s: /contract: unknown contract kind 'nope'\n"},
+      {"range.json", "{\"schema\": \"dkb.contract/v1\", \"contract\": \"split_state\", \"name\": \"n\", \"input\": "
+                     "{\"scores\": [1, 2], \"values\": [1, 2], \"splits\": [[0, 3]]}, \"expect\": []}\n",
+       "%s: /input/splits/0: must satisfy 0 <= start <= end <= 2 (got [0, 3])\n"},
+      {"type.json", "{\"schema\": \"dkb.contract/v1\", \"contract\": \"split_state_laws\", \"name\": \"n\", \"input\": "
+                    "{\"seed\": 1, \"trials\": 0}, \"expect\": []}\n",
+       "%s: /input/trials: must be >= 1 (got 0)\n"},
+      {"missing.json", "{\"schema\": \"dkb.contract/v1\", \"contract\": \"split_state\", \"name\": \"n\", \"input\": "
+                       "{\"scores\": [1]}, \"expect\": []}\n",
+       "%s: /input: missing required key 'values'\n"},
+      {"enum.json", "{\"schema\": \"dkb.contract/v1\", \"contract\": \"split_state\", \"name\": \"n\", \"input\": "
+                    "{\"scores\": [1], \"values\": [1], \"splits\": [[0, 1]], \"merge\": \"fast\"}, \"expect\": []}\n",
+       "%s: /input/merge: must be one of: branch_on_validity, unguarded (got 'fast')\n"},
+      {"expect.json", "{\"schema\": \"dkb.contract/v1\", \"contract\": \"split_state\", \"name\": \"n\", \"input\": "
+                      "{\"scores\": [1], \"values\": [1], \"splits\": [[0, 1]]}, \"expect\": [{\"at\": \"/O\"}]}\n",
+       "%s: /expect/0: must have exactly one of equals, le, ge, lt, gt\n"},
+  };
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+    const char *path = tmp_file(cases[i].name, cases[i].text);
+    char want[1024], body[900];
+    snprintf(body, sizeof body, cases[i].err, path);
+    snprintf(want, sizeof want, "dkb: error: %s", body);
+    struct run_result r;
+    run_sh(&r, "build/dkb oracle %s", path);
+    if (r.rc != 3) fail_msg("%s: exit %d, want 3 (%s)", cases[i].name, r.rc, r.err);
+    assert_string_equal(r.err, want);
+    run_result_release(&r);
+  }
+  expect_run("build/dkb oracle /nonexistent.json", 3, NULL,
+             "dkb: error: cannot open '/nonexistent.json': No such file or directory\n");
+}
+
+DKB_TEST_GROUP(cli, cmocka_unit_test(unknown_command_is_usage_error), cmocka_unit_test(unknown_option_is_usage_error),
+               cmocka_unit_test(help_works_three_ways), cmocka_unit_test(version_names_commit_and_dirty_flag),
+               cmocka_unit_test(oracle_passes_every_shipped_fixture),
+               cmocka_unit_test(oracle_json_report_is_schema_valid),
+               cmocka_unit_test(contract_fixtures_are_schema_valid), cmocka_unit_test(failed_expectation_exits_1),
+               cmocka_unit_test(malformed_fixture_errors_are_exact))

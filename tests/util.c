@@ -1,0 +1,82 @@
+/* util.c - test helpers (see util.h). */
+#include "util.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cuda_runtime_api.h>
+
+char *slurp(const char *path) {
+  FILE *f = fopen(path, "rb");
+  if (!f) return NULL;
+  size_t cap = 4096, n = 0, k;
+  char *s = malloc(cap);
+  while ((k = fread(s + n, 1, cap - n - 1, f)) > 0) {
+    n += k;
+    if (n + 1 == cap) s = realloc(s, cap *= 2);
+  }
+  fclose(f);
+  s[n] = '\0';
+  return s;
+}
+
+const char *tmp_dir(void) {
+  static char dir[256];
+  if (!dir[0]) {
+    snprintf(dir, sizeof dir, "/tmp/dkb-tests-XXXXXX");
+    if (!mkdtemp(dir)) abort();
+  }
+  return dir;
+}
+
+const char *tmp_file(const char *name, const char *text) {
+  static char path[8][512];
+  static int slot;
+  char *p = path[slot++ % 8];
+  snprintf(p, 512, "%s/%s", tmp_dir(), name);
+  FILE *f = fopen(p, "wb");
+  if (!f) abort();
+  fputs(text, f);
+  fclose(f);
+  return p;
+}
+
+void run_sh(struct run_result *r, const char *fmt, ...) {
+  char cmd[8192], full[9400];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(cmd, sizeof cmd, fmt, ap);
+  va_end(ap);
+  char out[512], err[512];
+  snprintf(out, sizeof out, "%s/stdout.txt", tmp_dir());
+  snprintf(err, sizeof err, "%s/stderr.txt", tmp_dir());
+  snprintf(full, sizeof full, "( %s ) >'%s' 2>'%s'", cmd, out, err);
+  int st = system(full);
+  r->rc = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+  r->out = slurp(out);
+  r->err = slurp(err);
+}
+
+void run_result_release(struct run_result *r) {
+  free(r->out);
+  free(r->err);
+  memset(r, 0, sizeof *r);
+}
+
+int have_gpu(char *reason, size_t n) {
+  int count = 0;
+  cudaError_t e = cudaGetDeviceCount(&count);
+  if (e != cudaSuccess) {
+    snprintf(reason, n, "cudaGetDeviceCount: %s", cudaGetErrorString(e));
+    return 0;
+  }
+  if (count == 0) {
+    snprintf(reason, n, "no CUDA device");
+    return 0;
+  }
+  return 1;
+}

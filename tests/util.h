@@ -1,0 +1,55 @@
+/* util.h - helpers shared by the test files: running dkb and python, temp files, registration. */
+#ifndef DKB_TEST_UTIL_H
+#define DKB_TEST_UTIL_H
+
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <cmocka.h>
+#include <math.h>
+
+/* |a - b| <= tol on doubles, with both values in the failure message (cmocka's float assert casts to float). */
+#define assert_near(a, b, tol)                                                                          \
+  do {                                                                                                  \
+    double a_ = (a), b_ = (b), t_ = (tol);                                                              \
+    if (!(fabs(a_ - b_) <= t_)) fail_msg("%s = %.17g, want %.17g (tol %.3g)", #a, a_, b_, t_);          \
+  } while (0)
+
+/* Each test file defines `const struct CMUnitTest *tests_NAME(size_t *n)`; tests/main.c lists them. */
+#define DKB_TEST_GROUP(name, ...)                                         \
+  const struct CMUnitTest *tests_##name(size_t *n) {                      \
+    static const struct CMUnitTest t[] = {__VA_ARGS__};                   \
+    *n = sizeof t / sizeof t[0];                                          \
+    return t;                                                             \
+  }
+
+struct run_result {
+  int rc;     /* exit status, or -1 if it did not exit normally */
+  char *out;  /* captured stdout (malloc'ed, NUL-terminated) */
+  char *err;  /* captured stderr */
+};
+/* Runs `sh -c cmdline` from the repository root; captures both streams. */
+void run_sh(struct run_result *r, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+void run_result_release(struct run_result *r);
+
+/* Writes text to a fresh file under the test temp dir; returns its path (static storage per call). */
+const char *tmp_file(const char *name, const char *text);
+/* The per-run temp dir (created once). */
+const char *tmp_dir(void);
+/* Whole file into a malloc'ed string (NULL if unreadable). */
+char *slurp(const char *path);
+
+/* 1 when a CUDA device is usable; reason gets why not. GPU tests skip with that reason printed. */
+int have_gpu(char *reason, size_t n);
+#define SKIP_WITHOUT_GPU()                                                \
+  do {                                                                    \
+    char why_[256];                                                       \
+    if (!have_gpu(why_, sizeof why_)) {                                   \
+      print_message("[  SKIP    ] no GPU: %s\n", why_);                 \
+      skip();                                                             \
+    }                                                                     \
+  } while (0)
+
+#endif
