@@ -1,0 +1,17 @@
+/* fsutil.h - writing files so that a reader never sees a partial one (temp file in the same folder,
+ * fsync, rename), and making output folders. */
+#ifndef DKB_FSUTIL_H
+#define DKB_FSUTIL_H
+
+#include <stddef.h>
+
+#include "err.h"
+
+/* Writes n bytes to path atomically. Errors are DKB_INTERNAL with the path and errno text. */
+int dkb_write_atomic(const char *path, const void *data, size_t n, struct dkb_err *err);
+/* mkdir -p; DKB_INTERNAL on failure. */
+int dkb_mkdirs(const char *dir, struct dkb_err *err);
+/* dir + "/" + name into out (size n); -1 if it does not fit. */
+int dkb_path_join(char *out, size_t n, const char *dir, const char *name);
+
+#endif
