@@ -1,8 +1,8 @@
 /* ledger.c - launch and storage ledgers of article 0x03 (see ledger.h). */
 #include "ledger.h"
+#include "reason.h"
 #include "split_state.h"
 
-#include <stdarg.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -157,17 +157,6 @@ void ledger_claims_init(struct ledger_claims *k) {
   k->ws_bytes = k->kv_demand = k->dram_bytes = k->output_width = -1;
 }
 
-static int reject(char reason[64], char detail[256], const char *why, const char *fmt, ...)
-    __attribute__((format(printf, 4, 5)));
-static int reject(char reason[64], char detail[256], const char *why, const char *fmt, ...) {
-  snprintf(reason, 64, "%s", why);
-  va_list ap;
-  va_start(ap, fmt);
-  vsnprintf(detail, 256, fmt, ap);
-  va_end(ap);
-  return -1;
-}
-
 static int by_start(const void *x, const void *y) {
   const int64_t *a = x, *b = y;
   return (a[0] > b[0]) - (a[0] < b[0]);
@@ -181,7 +170,7 @@ static int check_bounds(const struct ledger_call *c, const int64_t *bd, char rea
     for (int64_t s = 0; s < S; s++) {
       int64_t a = bd[(b * S + s) * 2], e = bd[(b * S + s) * 2 + 1];
       if (e > c->T[b] || a > c->T[b])
-        return reject(reason, detail, "split_bounds_not_per_request",
+        return oracle_reason(reason, detail, "split_bounds_not_per_request",
                       "request %lld split %lld reads [%lld, %lld) but T_%lld = %lld (batch maximum %lld): rows past "
                       "T_b are another request's or unwritten; derive bounds from each T_b",
                       (long long)b, (long long)s, (long long)a, (long long)e, (long long)b, (long long)c->T[b],
@@ -197,13 +186,13 @@ static int check_bounds(const struct ledger_call *c, const int64_t *bd, char rea
     for (int64_t s = 0; s < S && !rc; s++) {
       if (rg[s][1] <= rg[s][0]) continue;
       if (rg[s][0] != covered)
-        rc = reject(reason, detail, "split_bounds_not_partition",
+        rc = oracle_reason(reason, detail, "split_bounds_not_partition",
                     "request %lld: a split starts at %lld but [0, %lld) is covered so far: %s", (long long)b,
                     (long long)rg[s][0], (long long)covered, rg[s][0] < covered ? "keys counted twice" : "keys lost");
       covered = rg[s][1];
     }
     if (!rc && covered != c->T[b])
-      rc = reject(reason, detail, "split_bounds_not_partition", "request %lld: splits cover [0, %lld) of T_%lld = %lld: keys lost",
+      rc = oracle_reason(reason, detail, "split_bounds_not_partition", "request %lld: splits cover [0, %lld) of T_%lld = %lld: keys lost",
                   (long long)b, (long long)covered, (long long)b, (long long)c->T[b]);
   }
   free(rg);
@@ -213,7 +202,7 @@ static int check_bounds(const struct ledger_call *c, const int64_t *bd, char rea
       int64_t a, e;
       ledger_split_bounds(c, b, s, &a, &e);
       if (a != bd[(b * S + s) * 2] || e != bd[(b * S + s) * 2 + 1])
-        return reject(reason, detail, "split_bounds_policy_mismatch",
+        return oracle_reason(reason, detail, "split_bounds_policy_mismatch",
                       "request %lld split %lld: the plan says [%lld, %lld), its declared policy derives [%lld, %lld)",
                       (long long)b, (long long)s, (long long)bd[(b * S + s) * 2],
                       (long long)bd[(b * S + s) * 2 + 1], (long long)a, (long long)e);
@@ -245,11 +234,11 @@ static int check_workspace(const struct ledger_call *c, const struct ledger_clai
     char list[64] = "";
     for (int f = 0; f < 3; f++)
       if (mask >> f & 1) snprintf(list + strlen(list), sizeof list - strlen(list), "%s%s", *list ? ", " : "", names[f]);
-    return reject(reason, detail, "ledger_omits_state_fields",
+    return oracle_reason(reason, detail, "ledger_omits_state_fields",
                   "claimed %lld B is the %s workspace without %s (%lld B): ledger every ABI field and dtype",
                   (long long)k->ws_bytes, k->ws_capacity ? "capacity" : "logical", list, (long long)want);
   }
-  return reject(reason, detail, "workspace_bytes_mismatch", "claimed %lld B, the %s workspace ledger is %lld B",
+  return oracle_reason(reason, detail, "workspace_bytes_mismatch", "claimed %lld B, the %s workspace ledger is %lld B",
                 (long long)k->ws_bytes, k->ws_capacity ? "capacity" : "logical", (long long)want);
 }
 
@@ -271,10 +260,10 @@ static int check_dram(const struct ledger_call *c, const struct ledger_claims *k
   }
   for (int i = 0; i < n; i++)
     if (led[i].v == k->dram_bytes)
-      return reject(reason, detail, "logical_bytes_as_dram_bytes",
+      return oracle_reason(reason, detail, "logical_bytes_as_dram_bytes",
                     "claimed DRAM bytes %lld are the logical %s ledger and name no profiler counter: cache reuse and "
                     "transaction granularity are not in it", (long long)k->dram_bytes, led[i].name);
-  return reject(reason, detail, "dram_bytes_without_counter",
+  return oracle_reason(reason, detail, "dram_bytes_without_counter",
                 "claimed DRAM bytes %lld name no profiler counter: measured traffic needs its counter",
                 (long long)k->dram_bytes);
 }
@@ -283,11 +272,11 @@ int ledger_check(const struct ledger_call *c, const struct ledger_claims *k, cha
   if (k->bounds && check_bounds(c, k->bounds, reason, detail)) return -1;
   int64_t cap = ledger_capacity(c), pad = ledger_d_v_padded(c);
   if (k->alloc_splits && k->alloc_splits != cap)
-    return reject(reason, detail, "launch_allocation_mismatch",
+    return oracle_reason(reason, detail, "launch_allocation_mismatch",
                   "the launch writes split ids [0, %lld) but the workspace allocation holds %lld splits",
                   (long long)cap, (long long)k->alloc_splits);
   if (k->alloc_width && k->alloc_width != pad)
-    return reject(reason, detail, "launch_allocation_mismatch",
+    return oracle_reason(reason, detail, "launch_allocation_mismatch",
                   "the launch writes %lld vector lanes per state but the workspace allocation holds %lld",
                   (long long)pad, (long long)k->alloc_width);
   struct ledger_owners o;
@@ -300,7 +289,7 @@ int ledger_check(const struct ledger_call *c, const struct ledger_claims *k, cha
         ledger_split_bounds(c, b, s, &a, &e);
         if (!slot_written(c, o.S, s, e - a)) { fb = b; fs = s; found = 1; }
       }
-    return reject(reason, detail, "reducer_reads_unwritten_slot",
+    return oracle_reason(reason, detail, "reducer_reads_unwritten_slot",
                   "%lld of %lld consumed slots are never written (first: request %lld split %lld); the reducer "
                   "reads [0, %lld): write the identity to every consumed slot",
                   (long long)o.unwritten_consumed, (long long)o.consumed, (long long)fb, (long long)fs, (long long)R);
@@ -310,21 +299,21 @@ int ledger_check(const struct ledger_call *c, const struct ledger_claims *k, cha
     struct ledger_traffic t;
     ledger_traffic(c, &t);
     if (k->kv_demand != t.kv_qhead_demand && k->kv_demand == t.kv_unique && c->H_q != c->H_kv)
-      return reject(reason, detail, "unique_kv_as_qhead_demand",
+      return oracle_reason(reason, detail, "unique_kv_as_qhead_demand",
                     "claimed K/V demand %lld B is the unique payload by K/V head; each K/V head serves %lld query "
                     "heads, so the per-query-head demand is %lld B (report both ledgers)", (long long)k->kv_demand,
                     (long long)(c->H_q / c->H_kv), (long long)t.kv_qhead_demand);
     if (k->kv_demand != t.kv_qhead_demand)
-      return reject(reason, detail, "kv_demand_mismatch", "claimed K/V demand %lld B, the ledger is %lld B",
+      return oracle_reason(reason, detail, "kv_demand_mismatch", "claimed K/V demand %lld B, the ledger is %lld B",
                     (long long)k->kv_demand, (long long)t.kv_qhead_demand);
   }
   if (k->dram_bytes >= 0 && check_dram(c, k, reason, detail)) return -1;
   if (k->output_width >= 0 && k->output_width != c->d_v) {
     if (k->output_width == pad)
-      return reject(reason, detail, "padded_width_as_output_width",
+      return oracle_reason(reason, detail, "padded_width_as_output_width",
                     "the output exposes %lld lanes, the padded envelope; d_v = %lld: crop the final output",
                     (long long)k->output_width, (long long)c->d_v);
-    return reject(reason, detail, "output_width_mismatch", "the output exposes %lld lanes, d_v = %lld",
+    return oracle_reason(reason, detail, "output_width_mismatch", "the output exposes %lld lanes, d_v = %lld",
                   (long long)k->output_width, (long long)c->d_v);
   }
   return 0;

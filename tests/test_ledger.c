@@ -3,6 +3,7 @@
  * and head-width tails, and every failure reason of ledger_check (the 0x03J table and its neighbours). */
 #include "util.h"
 
+#include <stdio.h>
 #include <string.h>
 
 #include "oracles/ledger.h"
