@@ -15,7 +15,10 @@ static int fail(char field[32], char msg[256], const char *f, const char *m) {
 }
 
 int ledger_call_check(const struct ledger_call *c, char field[32], char msg[256]) {
-  static const struct { const char *name; size_t off; } pos[] = {
+  static const struct {
+    const char *name;
+    size_t off;
+  } pos[] = {
       {"B", offsetof(struct ledger_call, B)},       {"H_q", offsetof(struct ledger_call, H_q)},
       {"H_kv", offsetof(struct ledger_call, H_kv)}, {"d_qk", offsetof(struct ledger_call, d_qk)},
       {"d_v", offsetof(struct ledger_call, d_v)},
@@ -103,9 +106,12 @@ void ledger_owners(const struct ledger_call *c, struct ledger_owners *o) {
     for (int64_t s = 0; s < o->S_capacity; s++) {
       int64_t a, e;
       int live = ledger_split_bounds(c, b, s, &a, &e);
-      if (!live) o->inactive += c->H_q;
-      else if (e > a) nonempty++;
-      else o->empty += c->H_q;
+      if (!live)
+        o->inactive += c->H_q;
+      else if (e > a)
+        nonempty++;
+      else
+        o->empty += c->H_q;
       if (s < R && !slot_written(c, o->S, s, e - a)) o->unwritten_consumed += c->H_q;
     }
     o->active += nonempty * c->H_q;
@@ -170,11 +176,11 @@ static int check_bounds(const struct ledger_call *c, const int64_t *bd, char rea
     for (int64_t s = 0; s < S; s++) {
       int64_t a = bd[(b * S + s) * 2], e = bd[(b * S + s) * 2 + 1];
       if (e > c->T[b] || a > c->T[b])
-        return oracle_reason(reason, detail, "split_bounds_not_per_request",
-                      "request %lld split %lld reads [%lld, %lld) but T_%lld = %lld (batch maximum %lld): rows past "
-                      "T_b are another request's or unwritten; derive bounds from each T_b",
-                      (long long)b, (long long)s, (long long)a, (long long)e, (long long)b, (long long)c->T[b],
-                      (long long)tmax);
+        return oracle_reason(
+            reason, detail, "split_bounds_not_per_request",
+            "request %lld split %lld reads [%lld, %lld) but T_%lld = %lld (batch maximum %lld): rows past "
+            "T_b are another request's or unwritten; derive bounds from each T_b",
+            (long long)b, (long long)s, (long long)a, (long long)e, (long long)b, (long long)c->T[b], (long long)tmax);
     }
   /* Sweep each request's ranges in order of start: they must chain from 0 to T_b. */
   int64_t(*rg)[2] = malloc((size_t)S * sizeof *rg);
@@ -187,13 +193,15 @@ static int check_bounds(const struct ledger_call *c, const int64_t *bd, char rea
       if (rg[s][1] <= rg[s][0]) continue;
       if (rg[s][0] != covered)
         rc = oracle_reason(reason, detail, "split_bounds_not_partition",
-                    "request %lld: a split starts at %lld but [0, %lld) is covered so far: %s", (long long)b,
-                    (long long)rg[s][0], (long long)covered, rg[s][0] < covered ? "keys counted twice" : "keys lost");
+                           "request %lld: a split starts at %lld but [0, %lld) is covered so far: %s", (long long)b,
+                           (long long)rg[s][0], (long long)covered,
+                           rg[s][0] < covered ? "keys counted twice" : "keys lost");
       covered = rg[s][1];
     }
     if (!rc && covered != c->T[b])
-      rc = oracle_reason(reason, detail, "split_bounds_not_partition", "request %lld: splits cover [0, %lld) of T_%lld = %lld: keys lost",
-                  (long long)b, (long long)covered, (long long)b, (long long)c->T[b]);
+      rc = oracle_reason(reason, detail, "split_bounds_not_partition",
+                         "request %lld: splits cover [0, %lld) of T_%lld = %lld: keys lost", (long long)b,
+                         (long long)covered, (long long)b, (long long)c->T[b]);
   }
   free(rg);
   if (rc) return rc;
@@ -202,10 +210,11 @@ static int check_bounds(const struct ledger_call *c, const int64_t *bd, char rea
       int64_t a, e;
       ledger_split_bounds(c, b, s, &a, &e);
       if (a != bd[(b * S + s) * 2] || e != bd[(b * S + s) * 2 + 1])
-        return oracle_reason(reason, detail, "split_bounds_policy_mismatch",
-                      "request %lld split %lld: the plan says [%lld, %lld), its declared policy derives [%lld, %lld)",
-                      (long long)b, (long long)s, (long long)bd[(b * S + s) * 2],
-                      (long long)bd[(b * S + s) * 2 + 1], (long long)a, (long long)e);
+        return oracle_reason(
+            reason, detail, "split_bounds_policy_mismatch",
+            "request %lld split %lld: the plan says [%lld, %lld), its declared policy derives [%lld, %lld)",
+            (long long)b, (long long)s, (long long)bd[(b * S + s) * 2], (long long)bd[(b * S + s) * 2 + 1],
+            (long long)a, (long long)e);
     }
   return 0;
 }
@@ -220,8 +229,8 @@ static int check_workspace(const struct ledger_call *c, const struct ledger_clai
   int64_t per_slot = k->ws_capacity ? c->B * c->H_q * ledger_capacity(c) : c->B * c->H_q * ledger_splits(c);
   int mlu = k->abi->kind == LEDGER_ABI_MLU;
   const char *names[3] = {mlu ? "partial_m" : "partial_LSE", "partial_l", "partial_valid"};
-  int64_t bytes[3] = {per_slot * (int64_t)dkb_dtype_bytes(k->abi->state), mlu ? per_slot * field_bytes(k->abi->state2) : 0,
-                      per_slot * field_bytes(k->abi->valid)};
+  int64_t bytes[3] = {per_slot * (int64_t)dkb_dtype_bytes(k->abi->state),
+                      mlu ? per_slot * field_bytes(k->abi->state2) : 0, per_slot * field_bytes(k->abi->valid)};
   for (int mask = 1; mask < 8; mask++) {
     int64_t left = want;
     int ok = 1;
@@ -235,37 +244,47 @@ static int check_workspace(const struct ledger_call *c, const struct ledger_clai
     for (int f = 0; f < 3; f++)
       if (mask >> f & 1) snprintf(list + strlen(list), sizeof list - strlen(list), "%s%s", *list ? ", " : "", names[f]);
     return oracle_reason(reason, detail, "ledger_omits_state_fields",
-                  "claimed %lld B is the %s workspace without %s (%lld B): ledger every ABI field and dtype",
-                  (long long)k->ws_bytes, k->ws_capacity ? "capacity" : "logical", list, (long long)want);
+                         "claimed %lld B is the %s workspace without %s (%lld B): ledger every ABI field and dtype",
+                         (long long)k->ws_bytes, k->ws_capacity ? "capacity" : "logical", list, (long long)want);
   }
   return oracle_reason(reason, detail, "workspace_bytes_mismatch", "claimed %lld B, the %s workspace ledger is %lld B",
-                (long long)k->ws_bytes, k->ws_capacity ? "capacity" : "logical", (long long)want);
+                       (long long)k->ws_bytes, k->ws_capacity ? "capacity" : "logical", (long long)want);
 }
 
 static int check_dram(const struct ledger_call *c, const struct ledger_claims *k, char reason[64], char detail[256]) {
   if (k->dram_counter && *k->dram_counter) return 0;
   struct ledger_traffic t;
   ledger_traffic(c, &t);
-  struct { const char *name; int64_t v; } led[8] = {
-      {"unique Q payload", t.q_unique}, {"Q load demand", t.q_demand}, {"unique K/V payload", t.kv_unique},
-      {"per-query-head K/V demand", t.kv_qhead_demand}};
+  struct {
+    const char *name;
+    int64_t v;
+  } led[8] = {{"unique Q payload", t.q_unique},
+              {"Q load demand", t.q_demand},
+              {"unique K/V payload", t.kv_unique},
+              {"per-query-head K/V demand", t.kv_qhead_demand}};
   int n = 4;
   if (k->abi) {
     struct ledger_workspace w;
     ledger_workspace(c, k->abi, &w);
-    led[n].name = "logical workspace"; led[n++].v = w.logical;
-    led[n].name = "capacity workspace"; led[n++].v = w.capacity;
-    led[n].name = "reduction path"; led[n++].v = w.reduction_path;
-    led[n].name = "full two-launch demand"; led[n++].v = ledger_full_demand(&t, &w);
+    led[n].name = "logical workspace";
+    led[n++].v = w.logical;
+    led[n].name = "capacity workspace";
+    led[n++].v = w.capacity;
+    led[n].name = "reduction path";
+    led[n++].v = w.reduction_path;
+    led[n].name = "full two-launch demand";
+    led[n++].v = ledger_full_demand(&t, &w);
   }
   for (int i = 0; i < n; i++)
     if (led[i].v == k->dram_bytes)
-      return oracle_reason(reason, detail, "logical_bytes_as_dram_bytes",
-                    "claimed DRAM bytes %lld are the logical %s ledger and name no profiler counter: cache reuse and "
-                    "transaction granularity are not in it", (long long)k->dram_bytes, led[i].name);
+      return oracle_reason(
+          reason, detail, "logical_bytes_as_dram_bytes",
+          "claimed DRAM bytes %lld are the logical %s ledger and name no profiler counter: cache reuse and "
+          "transaction granularity are not in it",
+          (long long)k->dram_bytes, led[i].name);
   return oracle_reason(reason, detail, "dram_bytes_without_counter",
-                "claimed DRAM bytes %lld name no profiler counter: measured traffic needs its counter",
-                (long long)k->dram_bytes);
+                       "claimed DRAM bytes %lld name no profiler counter: measured traffic needs its counter",
+                       (long long)k->dram_bytes);
 }
 
 int ledger_check(const struct ledger_call *c, const struct ledger_claims *k, char reason[64], char detail[256]) {
@@ -273,12 +292,12 @@ int ledger_check(const struct ledger_call *c, const struct ledger_claims *k, cha
   int64_t cap = ledger_capacity(c), pad = ledger_d_v_padded(c);
   if (k->alloc_splits && k->alloc_splits != cap)
     return oracle_reason(reason, detail, "launch_allocation_mismatch",
-                  "the launch writes split ids [0, %lld) but the workspace allocation holds %lld splits",
-                  (long long)cap, (long long)k->alloc_splits);
+                         "the launch writes split ids [0, %lld) but the workspace allocation holds %lld splits",
+                         (long long)cap, (long long)k->alloc_splits);
   if (k->alloc_width && k->alloc_width != pad)
     return oracle_reason(reason, detail, "launch_allocation_mismatch",
-                  "the launch writes %lld vector lanes per state but the workspace allocation holds %lld",
-                  (long long)pad, (long long)k->alloc_width);
+                         "the launch writes %lld vector lanes per state but the workspace allocation holds %lld",
+                         (long long)pad, (long long)k->alloc_width);
   struct ledger_owners o;
   ledger_owners(c, &o);
   if (o.unwritten_consumed) {
@@ -287,34 +306,40 @@ int ledger_check(const struct ledger_call *c, const struct ledger_claims *k, cha
       for (int64_t s = 0; s < R && !found; s++) {
         int64_t a, e;
         ledger_split_bounds(c, b, s, &a, &e);
-        if (!slot_written(c, o.S, s, e - a)) { fb = b; fs = s; found = 1; }
+        if (!slot_written(c, o.S, s, e - a)) {
+          fb = b;
+          fs = s;
+          found = 1;
+        }
       }
     return oracle_reason(reason, detail, "reducer_reads_unwritten_slot",
-                  "%lld of %lld consumed slots are never written (first: request %lld split %lld); the reducer "
-                  "reads [0, %lld): write the identity to every consumed slot",
-                  (long long)o.unwritten_consumed, (long long)o.consumed, (long long)fb, (long long)fs, (long long)R);
+                         "%lld of %lld consumed slots are never written (first: request %lld split %lld); the reducer "
+                         "reads [0, %lld): write the identity to every consumed slot",
+                         (long long)o.unwritten_consumed, (long long)o.consumed, (long long)fb, (long long)fs,
+                         (long long)R);
   }
   if (k->abi && k->ws_bytes >= 0 && check_workspace(c, k, reason, detail)) return -1;
   if (k->kv_demand >= 0) {
     struct ledger_traffic t;
     ledger_traffic(c, &t);
     if (k->kv_demand != t.kv_qhead_demand && k->kv_demand == t.kv_unique && c->H_q != c->H_kv)
-      return oracle_reason(reason, detail, "unique_kv_as_qhead_demand",
-                    "claimed K/V demand %lld B is the unique payload by K/V head; each K/V head serves %lld query "
-                    "heads, so the per-query-head demand is %lld B (report both ledgers)", (long long)k->kv_demand,
-                    (long long)(c->H_q / c->H_kv), (long long)t.kv_qhead_demand);
+      return oracle_reason(
+          reason, detail, "unique_kv_as_qhead_demand",
+          "claimed K/V demand %lld B is the unique payload by K/V head; each K/V head serves %lld query "
+          "heads, so the per-query-head demand is %lld B (report both ledgers)",
+          (long long)k->kv_demand, (long long)(c->H_q / c->H_kv), (long long)t.kv_qhead_demand);
     if (k->kv_demand != t.kv_qhead_demand)
       return oracle_reason(reason, detail, "kv_demand_mismatch", "claimed K/V demand %lld B, the ledger is %lld B",
-                    (long long)k->kv_demand, (long long)t.kv_qhead_demand);
+                           (long long)k->kv_demand, (long long)t.kv_qhead_demand);
   }
   if (k->dram_bytes >= 0 && check_dram(c, k, reason, detail)) return -1;
   if (k->output_width >= 0 && k->output_width != c->d_v) {
     if (k->output_width == pad)
       return oracle_reason(reason, detail, "padded_width_as_output_width",
-                    "the output exposes %lld lanes, the padded envelope; d_v = %lld: crop the final output",
-                    (long long)k->output_width, (long long)c->d_v);
+                           "the output exposes %lld lanes, the padded envelope; d_v = %lld: crop the final output",
+                           (long long)k->output_width, (long long)c->d_v);
     return oracle_reason(reason, detail, "output_width_mismatch", "the output exposes %lld lanes, d_v = %lld",
-                  (long long)k->output_width, (long long)c->d_v);
+                         (long long)k->output_width, (long long)c->d_v);
   }
   return 0;
 }

@@ -62,8 +62,9 @@ struct ledger_call {
 };
 
 /* Checks the call's shape: B, heads, widths >= 1, H_q % H_kv == 0, T_b >= 0, the policy's S or chunk
- * >= 1, S_capacity >= S, vec_align >= 0. Returns 0, or -1 with *field set to the offending member as a
- * relative JSON Pointer ("H_kv", "T/1", "S_capacity") and msg filled (lower case, no full stop). */
+ * >= 1, S_capacity >= S, vec_align >= 0. Returns 0, or -1 with field naming the offending member by its
+ * fixture key ("B", "H_kv", "T/1", "S", "chunk", "S_capacity", "vector_alignment") and msg filled
+ * (lower case, no full stop). Every other ledger function assumes a call that passed this check. */
 int ledger_call_check(const struct ledger_call *c, char field[32], char msg[256]);
 
 int64_t ledger_splits(const struct ledger_call *c);       /* configured S */

@@ -13,6 +13,15 @@ static const char *const WRITES[] = {"every_slot", "configured_slots", "nonempty
 static const char *const ABI[] = {"mlu", "lse_o", NULL};
 static const char *const EXTENT[] = {"logical", "capacity", NULL};
 
+/* jr_int into an int64_t member; absent optional keys keep *out. */
+static int get_i64(struct jr *r, const json_t *obj, const char *ptr, const char *key, int required, long long lo,
+                   long long hi, int64_t *out) {
+  long long v = *out;
+  if (jr_int(r, obj, ptr, key, required, lo, hi, &v)) return -1;
+  *out = v;
+  return 0;
+}
+
 /* A dtype member by name; with allow_none, "none" gives LEDGER_NO_FIELD. */
 static int read_dtype(struct jr *r, const json_t *obj, const char *ptr, const char *key, int allow_none, int *out) {
   const char *name = NULL;
@@ -80,20 +89,19 @@ static json_t *report_json(const struct ledger_call *c, const struct ledger_ws_a
       json_array_append_new(len, json_integer(e - a));
       json_array_append_new(bounds, json_pack("[I,I]", (json_int_t)a, (json_int_t)e));
     }
-    json_array_append_new(reqs, json_pack("{s:I,s:o,s:o,s:o}", "T", (json_int_t)c->T[b], "split_lengths", len,
-                                          "bounds", bounds, "slots", slots));
+    json_array_append_new(reqs, json_pack("{s:I,s:o,s:o,s:o}", "T", (json_int_t)c->T[b], "split_lengths", len, "bounds",
+                                          bounds, "slots", slots));
   }
   for (size_t i = 0; i < nabi; i++) json_object_set_new(ws, ABI[abis[i].kind], workspace_json(c, &abis[i]));
   return json_pack("{s:I,s:o,s:I,s:I,s:I,s:o,s:{s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I},s:o,s:{s:I,s:I,s:I,s:I}}",
                    "group_size", (json_int_t)g, "kv_head_of_q_head", kvh, "S", (json_int_t)o.S, "S_capacity",
-                   (json_int_t)o.S_capacity, "d_v_padded", (json_int_t)ledger_d_v_padded(c), "requests", reqs,
-                   "owners", "producer", (json_int_t)o.producer, "active", (json_int_t)o.active, "empty",
-                   (json_int_t)o.empty, "inactive", (json_int_t)o.inactive, "identity_bypasses",
-                   (json_int_t)o.identity, "reducer", (json_int_t)o.reducer, "nonempty_merges",
-                   (json_int_t)o.nonempty_merges, "consumed_slots", (json_int_t)o.consumed, "unwritten_consumed",
-                   (json_int_t)o.unwritten_consumed, "workspaces", ws, "traffic", "q_unique", (json_int_t)t.q_unique,
-                   "q_demand", (json_int_t)t.q_demand, "kv_unique", (json_int_t)t.kv_unique, "kv_qhead_demand",
-                   (json_int_t)t.kv_qhead_demand);
+                   (json_int_t)o.S_capacity, "d_v_padded", (json_int_t)ledger_d_v_padded(c), "requests", reqs, "owners",
+                   "producer", (json_int_t)o.producer, "active", (json_int_t)o.active, "empty", (json_int_t)o.empty,
+                   "inactive", (json_int_t)o.inactive, "identity_bypasses", (json_int_t)o.identity, "reducer",
+                   (json_int_t)o.reducer, "nonempty_merges", (json_int_t)o.nonempty_merges, "consumed_slots",
+                   (json_int_t)o.consumed, "unwritten_consumed", (json_int_t)o.unwritten_consumed, "workspaces", ws,
+                   "traffic", "q_unique", (json_int_t)t.q_unique, "q_demand", (json_int_t)t.q_demand, "kv_unique",
+                   (json_int_t)t.kv_unique, "kv_qhead_demand", (json_int_t)t.kv_qhead_demand);
 }
 
 /* claims.split_bounds: [B][S] half-open pairs, copied into a flat [B][S][2] array. */
@@ -103,7 +111,8 @@ static int read_bounds(struct jr *r, const json_t *cl, const char *ptr, const st
   char bp[DKB_PTR_MAX], rp[DKB_PTR_MAX], ep[DKB_PTR_MAX];
   jr_ptr_key(bp, ptr, "split_bounds");
   int64_t S = ledger_splits(c);
-  if ((int64_t)json_array_size(sb) != c->B) return jr_fail(r, bp, NULL, "must have one entry per request (%lld)", (long long)c->B);
+  if ((int64_t)json_array_size(sb) != c->B)
+    return jr_fail(r, bp, NULL, "must have one entry per request (%lld)", (long long)c->B);
   *out = calloc((size_t)(c->B * S * 2), sizeof **out);
   for (int64_t b = 0; b < c->B; b++) {
     const json_t *rq = json_array_get(sb, (size_t)b);
@@ -117,7 +126,8 @@ static int read_bounds(struct jr *r, const json_t *cl, const char *ptr, const st
           !json_is_integer(json_array_get(rg, 1)))
         return jr_fail(r, ep, NULL, "must be a half-open range [start, end] of two integers");
       int64_t a = json_integer_value(json_array_get(rg, 0)), e = json_integer_value(json_array_get(rg, 1));
-      if (a < 0 || e < a) return jr_fail(r, ep, NULL, "must satisfy 0 <= start <= end (got [%lld, %lld])", (long long)a, (long long)e);
+      if (a < 0 || e < a)
+        return jr_fail(r, ep, NULL, "must satisfy 0 <= start <= end (got [%lld, %lld])", (long long)a, (long long)e);
       (*out)[(b * S + s) * 2] = a;
       (*out)[(b * S + s) * 2 + 1] = e;
     }
@@ -136,40 +146,47 @@ int oracle_eval_launch_storage(struct jr *r, const json_t *in, const char *ptr, 
   int64_t *T64 = NULL, *bounds = NULL;
   size_t nT = 0;
   int rc = -1;
-  long long B = 0, hq = 0, hkv = 0, dqk = 0, dv = 0, align = 1;
   char p[DKB_PTR_MAX], q[DKB_PTR_MAX];
-  if (jr_keys(r, in, ptr, req, opt) || jr_int(r, in, ptr, "B", 1, 1, 1 << 20, &B) ||
-      jr_int(r, in, ptr, "H_q", 1, 1, 1 << 16, &hq) || jr_int(r, in, ptr, "H_kv", 1, 1, 1 << 16, &hkv) ||
-      jr_int(r, in, ptr, "d_qk", 1, 1, 1 << 16, &dqk) || jr_int(r, in, ptr, "d_v", 1, 1, 1 << 16, &dv) ||
-      jr_int_array(r, in, ptr, "T", 1, 0, (long long)1 << 40, (long)B, &T, &nT) ||
-      jr_int(r, in, ptr, "vector_alignment", 0, 1, 1 << 16, &align) || jr_bool(r, in, ptr, "write_lse", 0, &c.write_lse))
+  if (jr_keys(r, in, ptr, req, opt) || get_i64(r, in, ptr, "B", 1, 1, 1 << 20, &c.B) ||
+      get_i64(r, in, ptr, "H_q", 1, 1, 1 << 16, &c.H_q) || get_i64(r, in, ptr, "H_kv", 1, 1, 1 << 16, &c.H_kv) ||
+      get_i64(r, in, ptr, "d_qk", 1, 1, 1 << 16, &c.d_qk) || get_i64(r, in, ptr, "d_v", 1, 1, 1 << 16, &c.d_v) ||
+      jr_int_array(r, in, ptr, "T", 1, 0, (long long)1 << 40, (long)c.B, &T, &nT) ||
+      get_i64(r, in, ptr, "vector_alignment", 0, 1, 1 << 16, &c.vec_align) ||
+      jr_bool(r, in, ptr, "write_lse", 0, &c.write_lse))
     goto cleanup;
   T64 = calloc(nT, sizeof *T64);
   for (size_t b = 0; b < nT; b++) T64[b] = T[b];
-  c.B = B; c.H_q = hq; c.H_kv = hkv; c.d_qk = dqk; c.d_v = dv; c.T = T64; c.vec_align = align;
+  c.T = T64;
 
   const json_t *sp = json_object_get(in, "split");
   jr_ptr_key(p, ptr, "split");
   static const char *const sreq[] = {"policy", NULL}, *const sopt[] = {"S", "chunk", "S_capacity", NULL};
   int policy = 0;
-  long long S = 0, chunk = 0, cap = 0;
   if (jr_keys(r, sp, p, sreq, sopt) || jr_enum(r, sp, p, "policy", 1, POLICY, &policy) ||
-      jr_int(r, sp, p, "S", policy == 0, 1, 1 << 20, &S) || jr_int(r, sp, p, "chunk", policy == 1, 1, (long long)1 << 40, &chunk) ||
-      jr_int(r, sp, p, "S_capacity", 0, 1, 1 << 20, &cap))
+      get_i64(r, sp, p, "S", policy == 0, 1, 1 << 20, &c.S) ||
+      get_i64(r, sp, p, "chunk", policy == 1, 1, (long long)1 << 40, &c.chunk) ||
+      get_i64(r, sp, p, "S_capacity", 0, 1, 1 << 20, &c.S_capacity))
     goto cleanup;
-  if (policy == 1 && json_object_get(sp, "S")) { jr_fail(r, p, "S", "is derived from chunk under fixed_chunk"); goto cleanup; }
-  if (policy == 0 && json_object_get(sp, "chunk")) { jr_fail(r, p, "chunk", "applies only to fixed_chunk"); goto cleanup; }
+  if (policy == 1 && json_object_get(sp, "S")) {
+    jr_fail(r, p, "S", "is derived from chunk under fixed_chunk");
+    goto cleanup;
+  }
+  if (policy == 0 && json_object_get(sp, "chunk")) {
+    jr_fail(r, p, "chunk", "applies only to fixed_chunk");
+    goto cleanup;
+  }
   c.policy = policy ? LEDGER_SPLIT_FIXED_CHUNK : LEDGER_SPLIT_BALANCED;
-  c.S = S; c.chunk = chunk; c.S_capacity = cap;
 
   const json_t *dt = json_object_get(in, "dtypes");
   jr_ptr_key(p, ptr, "dtypes");
   static const char *const dreq[] = {"q", "k", "v", "o", "lse", NULL};
-  int dq, dk, dvv, dout, dl;
-  if (jr_keys(r, dt, p, dreq, NULL) || read_dtype(r, dt, p, "q", 0, &dq) || read_dtype(r, dt, p, "k", 0, &dk) ||
-      read_dtype(r, dt, p, "v", 0, &dvv) || read_dtype(r, dt, p, "o", 0, &dout) || read_dtype(r, dt, p, "lse", 0, &dl))
-    goto cleanup;
-  c.q = dq; c.k = dk; c.v = dvv; c.o = dout; c.lse = dl;
+  enum dkb_dtype *dst[] = {&c.q, &c.k, &c.v, &c.o, &c.lse};
+  if (jr_keys(r, dt, p, dreq, NULL)) goto cleanup;
+  for (int i = 0; dreq[i]; i++) {
+    int t;
+    if (read_dtype(r, dt, p, dreq[i], 0, &t)) goto cleanup;
+    *dst[i] = t;
+  }
 
   char field[32], msg[256];
   if (ledger_call_check(&c, field, msg)) {
@@ -183,11 +200,17 @@ int oracle_eval_launch_storage(struct jr *r, const json_t *in, const char *ptr, 
   const json_t *wa = jr_get(r, in, ptr, "workspace_abis", 1, JSON_ARRAY);
   jr_ptr_key(p, ptr, "workspace_abis");
   if (!wa) goto cleanup;
-  if (json_array_size(wa) < 1 || json_array_size(wa) > 2) { jr_fail(r, p, NULL, "must list one or two ABIs"); goto cleanup; }
+  if (json_array_size(wa) < 1 || json_array_size(wa) > 2) {
+    jr_fail(r, p, NULL, "must list one or two ABIs");
+    goto cleanup;
+  }
   for (nabi = 0; nabi < json_array_size(wa); nabi++) {
     jr_ptr_idx(q, p, nabi);
     if (read_abi(r, json_array_get(wa, nabi), q, &abis[nabi])) goto cleanup;
-    if (nabi && abis[nabi].kind == abis[0].kind) { jr_fail(r, q, "abi", "is listed twice"); goto cleanup; }
+    if (nabi && abis[nabi].kind == abis[0].kind) {
+      jr_fail(r, q, "abi", "is listed twice");
+      goto cleanup;
+    }
   }
 
   struct ledger_claims k;
@@ -217,29 +240,37 @@ int oracle_eval_launch_storage(struct jr *r, const json_t *in, const char *ptr, 
   const json_t *cl = json_object_get(in, "claims");
   if (cl) {
     jr_ptr_key(p, ptr, "claims");
-    static const char *const copt[] = {"abi", "split_bounds", "workspace_bytes", "workspace_extent", "kv_qhead_demand_bytes",
-                                       "dram_bytes", "dram_counter", "output_width", NULL};
-    int abi = -1, extent = 0;
-    long long wsb = -1, kvd = -1, dram = -1, ow = -1;
+    static const char *const copt[] = {"abi",
+                                       "split_bounds",
+                                       "workspace_bytes",
+                                       "workspace_extent",
+                                       "kv_qhead_demand_bytes",
+                                       "dram_bytes",
+                                       "dram_counter",
+                                       "output_width",
+                                       NULL};
+    int abi = -1;
     const long long big = (long long)1 << 62;
     if (jr_keys(r, cl, p, NULL, copt) || jr_enum(r, cl, p, "abi", 0, ABI, &abi) ||
-        jr_enum(r, cl, p, "workspace_extent", 0, EXTENT, &extent) || jr_int(r, cl, p, "workspace_bytes", 0, 0, big, &wsb) ||
-        jr_int(r, cl, p, "kv_qhead_demand_bytes", 0, 0, big, &kvd) || jr_int(r, cl, p, "dram_bytes", 0, 0, big, &dram) ||
-        jr_str(r, cl, p, "dram_counter", 0, &k.dram_counter) || jr_int(r, cl, p, "output_width", 0, 1, 1 << 20, &ow) ||
-        read_bounds(r, cl, p, &c, &bounds))
+        jr_enum(r, cl, p, "workspace_extent", 0, EXTENT, &k.ws_capacity) ||
+        get_i64(r, cl, p, "workspace_bytes", 0, 0, big, &k.ws_bytes) ||
+        get_i64(r, cl, p, "kv_qhead_demand_bytes", 0, 0, big, &k.kv_demand) ||
+        get_i64(r, cl, p, "dram_bytes", 0, 0, big, &k.dram_bytes) || jr_str(r, cl, p, "dram_counter", 0, &k.dram_counter) ||
+        get_i64(r, cl, p, "output_width", 0, 1, 1 << 20, &k.output_width) || read_bounds(r, cl, p, &c, &bounds))
       goto cleanup;
     if (abi >= 0) {
       for (size_t i = 0; i < nabi; i++)
         if ((int)abis[i].kind == abi) k.abi = &abis[i];
-      if (!k.abi) { jr_fail(r, p, "abi", "names no ABI of /workspace_abis"); goto cleanup; }
+      if (!k.abi) {
+        jr_fail(r, p, "abi", "names no ABI of /workspace_abis");
+        goto cleanup;
+      }
     }
-    if (wsb >= 0 && !k.abi) { jr_fail(r, p, "workspace_bytes", "needs 'abi' to say which workspace it counts"); goto cleanup; }
+    if (k.ws_bytes >= 0 && !k.abi) {
+      jr_fail(r, p, "workspace_bytes", "needs 'abi' to say which workspace it counts");
+      goto cleanup;
+    }
     k.bounds = bounds;
-    k.ws_bytes = wsb;
-    k.ws_capacity = extent;
-    k.kv_demand = kvd;
-    k.dram_bytes = dram;
-    k.output_width = ow;
   }
 
   char reason[64], detail[256];

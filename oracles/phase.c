@@ -9,7 +9,9 @@ static const char *const KIND[] = {"prefill", "append", "decode", "invalid"};
 static const char *const VIS[] = {"bottom_right_causal", "upper_left_causal", "all_staged"};
 
 const char *phase_kind_name(enum phase_kind k) { return (unsigned)k <= PHASE_INVALID ? KIND[k] : "?"; }
-const char *phase_visibility_name(enum phase_visibility v) { return (unsigned)v <= PHASE_VIS_ALL_STAGED ? VIS[v] : "?"; }
+const char *phase_visibility_name(enum phase_visibility v) {
+  return (unsigned)v <= PHASE_VIS_ALL_STAGED ? VIS[v] : "?";
+}
 
 /* How messages name a manifest entry: its name, else its numeric id. */
 struct who {
@@ -17,8 +19,10 @@ struct who {
 };
 static struct who who(const struct phase_request *e) {
   struct who w;
-  if (e->name) snprintf(w.s, sizeof w.s, "%s", e->name);
-  else snprintf(w.s, sizeof w.s, "%lld", (long long)e->request_id);
+  if (e->name)
+    snprintf(w.s, sizeof w.s, "%s", e->name);
+  else
+    snprintf(w.s, sizeof w.s, "%lld", (long long)e->request_id);
   return w;
 }
 
@@ -27,8 +31,10 @@ static struct who owner_who(const struct phase_request *r, int64_t n, int64_t id
   for (int64_t b = 0; b < n; b++)
     if (r[b].request_id == id) return who(&r[b]);
   struct who w;
-  if (id == PHASE_NO_OWNER) snprintf(w.s, sizeof w.s, "no request");
-  else snprintf(w.s, sizeof w.s, "request %lld", (long long)id);
+  if (id == PHASE_NO_OWNER)
+    snprintf(w.s, sizeof w.s, "no request");
+  else
+    snprintf(w.s, sizeof w.s, "request %lld", (long long)id);
   return w;
 }
 
@@ -110,8 +116,8 @@ int phase_label_check(const struct phase_request *r, int64_t n, enum phase_kind 
     if (k != label)
       return oracle_reason(reason, detail, "global_phase_label",
                            "the batch is labelled %s but request %s with (T, C) = (%lld, %lld) is %s: keep a phase "
-                           "per request", KIND[label], who(&r[b]).s, (long long)r[b].T,
-                           (long long)r[b].C, KIND[k]);
+                           "per request",
+                           KIND[label], who(&r[b]).s, (long long)r[b].T, (long long)r[b].C, KIND[k]);
   }
   return 0;
 }
@@ -143,8 +149,8 @@ int phase_measured_cells_check(const struct phase_batch *b, int64_t cells, const
   if (cells == b->padded_envelope)
     return oracle_reason(reason, detail, "padded_envelope_as_measured_work",
                          "claimed %lld executed score cells are the padded envelope (%lld request rectangle cells, "
-                         "%lld visible) and name no profiler counter", (long long)cells, (long long)b->rect,
-                         (long long)b->visible);
+                         "%lld visible) and name no profiler counter",
+                         (long long)cells, (long long)b->rect, (long long)b->visible);
   return oracle_reason(reason, detail, "measured_work_without_counter",
                        "claimed %lld executed score cells name no profiler counter", (long long)cells);
 }
@@ -164,34 +170,34 @@ static int check_entry(const struct phase_cache *c, const struct phase_request *
   const char *id = w.s;
   int64_t row = e->cache_row_id;
   if (row < 0 || row >= c->rows)
-    return oracle_reason(reason, detail, "cache_row_out_of_range", "request %s names cache row %lld of %lld",
-                         id, (long long)row, (long long)c->rows);
+    return oracle_reason(reason, detail, "cache_row_out_of_range", "request %s names cache row %lld of %lld", id,
+                         (long long)row, (long long)c->rows);
   if (c->owner && c->owner[row] != e->request_id)
     return oracle_reason(reason, detail, "cache_row_identity_mismatch",
                          "request %s names cache row %lld, which holds %s: freeze cache_row_id, not the active index",
                          id, (long long)row, owner_who(r, n, c->owner[row]).s);
   if (c->len[row] != e->T)
     return oracle_reason(reason, detail, "stale_committed_length",
-                         "request %s: the manifest says T = %lld but cache row %lld holds %lld committed rows",
-                         id, (long long)e->T, (long long)row, (long long)c->len[row]);
+                         "request %s: the manifest says T = %lld but cache row %lld holds %lld committed rows", id,
+                         (long long)e->T, (long long)row, (long long)c->len[row]);
   if (e->T + e->C > c->capacity)
     return oracle_reason(reason, detail, "cache_capacity_exceeded",
-                         "request %s: T + C = %lld rows do not fit cache row %lld of capacity %lld",
-                         id, (long long)(e->T + e->C), (long long)row, (long long)c->capacity);
+                         "request %s: T + C = %lld rows do not fit cache row %lld of capacity %lld", id,
+                         (long long)(e->T + e->C), (long long)row, (long long)c->capacity);
   if (c->page_size > 0)
     for (int64_t p = e->T; p < e->T + e->C; p++) {
       int64_t page = page_of(c, row, p);
       if (page < 0)
         return oracle_reason(reason, detail, "unmapped_cache_page",
-                             "request %s: position %lld of cache row %lld has no page of the pool of %lld",
-                             id, (long long)p, (long long)row, (long long)c->num_pages);
+                             "request %s: position %lld of cache row %lld has no page of the pool of %lld", id,
+                             (long long)p, (long long)row, (long long)c->num_pages);
       int64_t w = c->capacity / c->page_size;
       for (int64_t r2 = 0; r2 < c->rows; r2++)
         for (int64_t j = 0; r2 != row && j < w; j++)
           if (c->block_table[r2 * w + j] == page)
             return oracle_reason(reason, detail, "shared_cache_page",
-                                 "request %s appends position %lld into page %lld, which cache row %lld also maps",
-                                 id, (long long)p, (long long)page, (long long)r2);
+                                 "request %s appends position %lld into page %lld, which cache row %lld also maps", id,
+                                 (long long)p, (long long)page, (long long)r2);
     }
   return 0;
 }
@@ -227,7 +233,7 @@ int phase_cache_append_unvalidated(struct phase_cache *c, const struct phase_req
   const unsigned char *src = new_rows;
   *written = *outside = 0;
   for (int64_t b = 0; b < n; b++) {
-    int failed = check_entry(c, r, n, b, reason, detail);   /* judged on the state before this entry's write */
+    int failed = check_entry(c, r, n, b, reason, detail); /* judged on the state before this entry's write */
     int64_t row = r[b].cache_row_id;
     for (int64_t i = 0; i < r[b].C; i++, src += c->row_bytes) {
       int64_t p = r[b].T + i;
@@ -265,7 +271,8 @@ int phase_training_check(const struct phase_training *t, char reason[64], char d
                          "dropout_p = %g but the dropout RNG state is not saved: backward cannot reproduce the mask",
                          t->dropout_p);
   if (t->writes_serving_cache)
-    return oracle_reason(reason, detail, "training_mutates_cache",
-                         "a training call owns no persistent serving cache: its K/V are current tensors, not cache rows");
+    return oracle_reason(
+        reason, detail, "training_mutates_cache",
+        "a training call owns no persistent serving cache: its K/V are current tensors, not cache rows");
   return 0;
 }

@@ -104,7 +104,9 @@ int phase_append_check(const struct phase_cache *c, const struct phase_request *
                        char detail[256]);
 /* The append transaction: phase_append_check, then each entry's C staged rows (packed in manifest order:
  * entry b's row i is new_rows[(qo_indptr[b] + i) * row_bytes]) are copied to positions [T, T + C) of its
- * cache row and len becomes T + C. Returns 0, or -1 with the reason and the cache untouched. */
+ * cache row and len becomes T + C. Returns 0, or -1 with the reason and the cache untouched. It works in
+ * place: to get the expected post-call cache of a GPU append, run it on a copy of the pre-call cache
+ * (a paged GPU cache is compared position by position through its block table). */
 int phase_cache_append(struct phase_cache *c, const struct phase_request *r, int64_t n, const void *new_rows,
                        char reason[64], char detail[256]);
 /* The invalid order of 0x08I, kept so fixtures can show what it does: entry by entry, the staged rows

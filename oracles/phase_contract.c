@@ -35,7 +35,12 @@ struct state {
 };
 
 static void state_release(struct state *s) {
-  free(s->tokens.v); free(s->ids.v); free(s->owner); free(s->len); free(s->table); free(s->cache.data);
+  free(s->tokens.v);
+  free(s->ids.v);
+  free(s->owner);
+  free(s->len);
+  free(s->table);
+  free(s->cache.data);
   memset(s, 0, sizeof *s);
 }
 
@@ -64,7 +69,8 @@ static json_t *token_names(const struct names *t, const int64_t *ids, int64_t n)
 }
 
 static int read_cache(struct jr *r, const json_t *cj, const char *ptr, struct state *s) {
-  static const char *const req[] = {"capacity", "rows", NULL}, *const opt[] = {"page_size", "num_pages", "block_table", NULL};
+  static const char *const req[] = {"capacity", "rows", NULL}, *const opt[] = {"page_size", "num_pages", "block_table",
+                                                                               NULL};
   long long cap = 0, P = 0, pages = 0;
   if (jr_keys(r, cj, ptr, req, opt) || jr_int(r, cj, ptr, "capacity", 1, 1, 1 << 20, &cap) ||
       jr_int(r, cj, ptr, "page_size", 0, 1, 1 << 20, &P) || jr_int(r, cj, ptr, "num_pages", P > 0, 1, 1 << 20, &pages))
@@ -95,8 +101,14 @@ static int read_cache(struct jr *r, const json_t *cj, const char *ptr, struct st
     s->owner[i] = json_is_null(ow) ? PHASE_NO_OWNER : intern(&s->ids, json_string_value(ow));
     int64_t *tok = NULL;
     size_t nt = 0;
-    if (read_tokens(r, row, ep, "tokens", &s->tokens, &tok, &nt)) { free(tok); return -1; }
-    if ((long long)nt > cap) { free(tok); return jr_fail(r, ep, "tokens", "holds %zu rows, more than the capacity %lld", nt, cap); }
+    if (read_tokens(r, row, ep, "tokens", &s->tokens, &tok, &nt)) {
+      free(tok);
+      return -1;
+    }
+    if ((long long)nt > cap) {
+      free(tok);
+      return jr_fail(r, ep, "tokens", "holds %zu rows, more than the capacity %lld", nt, cap);
+    }
     memcpy(c->data + i * (size_t)cap * sizeof(int64_t), tok, nt * sizeof *tok);
     s->len[i] = (int64_t)nt;
     free(tok);
@@ -136,7 +148,8 @@ static int read_cache(struct jr *r, const json_t *cj, const char *ptr, struct st
 static json_t *cache_json(const struct state *s) {
   json_t *a = json_array();
   for (int64_t i = 0; i < s->cache.rows; i++)
-    json_array_append_new(a, token_names(&s->tokens, (const int64_t *)s->cache.data + i * s->cache.capacity, s->len[i]));
+    json_array_append_new(a,
+                          token_names(&s->tokens, (const int64_t *)s->cache.data + i * s->cache.capacity, s->len[i]));
   return a;
 }
 
@@ -173,8 +186,11 @@ static int run_call(struct jr *r, const json_t *cj, const char *ptr, size_t ci, 
       jr_str(r, cj, ptr, "visibility", 0, &vis_name) || jr_str(r, cj, ptr, "phase_label", 0, &label))
     return -1;
   int vis = phase_visibility_parse(vis_name);
-  if (vis < 0) return jr_fail(r, ptr, "visibility", "must be one of: bottom_right_causal, upper_left_causal, all_staged (got '%s')", vis_name);
-  if (label && phase_kind_parse(label) < 0) return jr_fail(r, ptr, "phase_label", "must be one of: prefill, append, decode (got '%s')", label);
+  if (vis < 0)
+    return jr_fail(r, ptr, "visibility",
+                   "must be one of: bottom_right_causal, upper_left_causal, all_staged (got '%s')", vis_name);
+  if (label && phase_kind_parse(label) < 0)
+    return jr_fail(r, ptr, "phase_label", "must be one of: prefill, append, decode (got '%s')", label);
   const json_t *rq = jr_get(r, cj, ptr, "requests", 1, JSON_ARRAY);
   if (!rq) return -1;
   size_t n = json_array_size(rq);
@@ -218,8 +234,9 @@ static int run_call(struct jr *r, const json_t *cj, const char *ptr, size_t ci, 
     enum phase_kind k = phase_classify(q[b].T, q[b].C);
     if (declared[b] >= 0 && declared[b] != (int)k) {
       snprintf(reason, sizeof reason, "phase_label_mismatch");
-      snprintf(detail, sizeof detail, "request %s is labelled %s but (T, C) = (%lld, %lld) is %s", s->ids.v[q[b].request_id],
-               phase_kind_name(declared[b]), (long long)q[b].T, (long long)q[b].C, phase_kind_name(k));
+      snprintf(detail, sizeof detail, "request %s is labelled %s but (T, C) = (%lld, %lld) is %s",
+               s->ids.v[q[b].request_id], phase_kind_name(declared[b]), (long long)q[b].T, (long long)q[b].C,
+               phase_kind_name(k));
       goto rejected;
     }
   }
@@ -249,22 +266,26 @@ static int run_call(struct jr *r, const json_t *cj, const char *ptr, size_t ci, 
     int64_t row = q[b].cache_row_id;
     int in_range = row >= 0 && row < s->cache.rows;
     /* The trace reads committed rows through the cache row, so it needs a row that exists and holds T rows. */
-    json_array_append_new(reqs, in_range && s->len[row] >= q[b].T ? request_json(s, &q[b], staged + qo[b], qo[b]) : json_null());
+    json_array_append_new(
+        reqs, in_range && s->len[row] >= q[b].T ? request_json(s, &q[b], staged + qo[b], qo[b]) : json_null());
     json_array_append_new(trans, json_pack("[I,I]", (json_int_t)q[b].T, (json_int_t)(q[b].T + q[b].C)));
   }
   if (order == 0) {
     if (phase_cache_append(&s->cache, q, (int64_t)n, staged, reason, detail)) {
-      json_decref(reqs); json_decref(trans);
+      json_decref(reqs);
+      json_decref(trans);
       goto rejected;
     }
   } else {
     int64_t written = 0, outside = 0;
     if (phase_cache_append_unvalidated(&s->cache, q, (int64_t)n, staged, &written, &outside, reason, detail)) {
-      json_decref(reqs); json_decref(trans);
+      json_decref(reqs);
+      json_decref(trans);
       if (written + outside > 0) {
         rc = oracle_reject(rej, "mutation_before_validation",
                            "call %zu: %lld cache positions written and %lld past the allocation before the check "
-                           "failed (%s: %s)", ci, (long long)written, (long long)outside, reason, detail);
+                           "failed (%s: %s)",
+                           ci, (long long)written, (long long)outside, reason, detail);
         goto cleanup;
       }
       goto rejected;
@@ -272,19 +293,22 @@ static int run_call(struct jr *r, const json_t *cj, const char *ptr, size_t ci, 
   }
   json_t *qo_json = json_array();
   for (size_t b = 0; b <= n; b++) json_array_append_new(qo_json, json_integer(qo[b]));
-  *out = json_pack("{s:o,s:o,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:o,s:o}", "requests", reqs, "qo_indptr",
-                   qo_json, "rect", (json_int_t)led.rect, "visible",
-                   (json_int_t)led.visible, "masked", (json_int_t)led.masked, "appended", (json_int_t)led.appended,
-                   "padded_envelope", (json_int_t)led.padded_envelope, "outside_envelope",
-                   (json_int_t)led.outside_envelope, "max_post", (json_int_t)led.max_post, "cache_transitions", trans,
-                   "cache_after", cache_json(s));
+  *out = json_pack("{s:o,s:o,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:o,s:o}", "requests", reqs, "qo_indptr", qo_json, "rect",
+                   (json_int_t)led.rect, "visible", (json_int_t)led.visible, "masked", (json_int_t)led.masked,
+                   "appended", (json_int_t)led.appended, "padded_envelope", (json_int_t)led.padded_envelope,
+                   "outside_envelope", (json_int_t)led.outside_envelope, "max_post", (json_int_t)led.max_post,
+                   "cache_transitions", trans, "cache_after", cache_json(s));
   rc = 0;
   goto cleanup;
 rejected:
   rc = oracle_reject(rej, reason, "call %zu: %s", ci, detail);
 cleanup:
   for (size_t b = 0; b < n; b++) free(per[b]);
-  free(per); free(q); free(qo); free(staged); free(declared);
+  free(per);
+  free(q);
+  free(qo);
+  free(staged);
+  free(declared);
   return rc;
 }
 
@@ -314,9 +338,12 @@ static int run_training(struct jr *r, const json_t *tj, const char *ptr, json_t 
         if (!strcmp(names[k], json_string_value(v))) found = k;
       if (found < 0)
         return jr_fail(r, e, NULL, "must be one of: %s", l == 0 ? "lse, recompute, rng_state" : "serving_cache");
-      if (l == 1) t.writes_serving_cache = 1;
-      else if (found == 2) t.saves_rng_state = 1;
-      else t.saves_lse = 1;
+      if (l == 1)
+        t.writes_serving_cache = 1;
+      else if (found == 2)
+        t.saves_rng_state = 1;
+      else
+        t.saves_lse = 1;
     }
   }
   char reason[64], detail[256];
@@ -333,7 +360,8 @@ int oracle_eval_phase_integration(struct jr *r, const json_t *in, const char *pt
                                   struct oracle_reject *rej) {
   static const char *const opt[] = {"cache", "calls", "training", NULL};
   if (jr_keys(r, in, ptr, NULL, opt)) return -1;
-  const json_t *calls = json_object_get(in, "calls"), *cj = json_object_get(in, "cache"), *tj = json_object_get(in, "training");
+  const json_t *calls = json_object_get(in, "calls"), *cj = json_object_get(in, "cache"),
+               *tj = json_object_get(in, "training");
   if (!calls && !tj) return jr_fail(r, ptr, NULL, "must have 'calls' or 'training'");
   if (calls && !cj) return jr_fail(r, ptr, NULL, "missing required key 'cache' (calls append to it)");
   if (cj && !calls) return jr_fail(r, ptr, "cache", "is used only by 'calls'");
@@ -346,7 +374,10 @@ int oracle_eval_phase_integration(struct jr *r, const json_t *in, const char *pt
     if (read_cache(r, cj, p, &s)) goto cleanup;
     json_object_set_new(out, "cache_before", cache_json(&s));
     if (!jr_get(r, in, ptr, "calls", 1, JSON_ARRAY)) goto cleanup;
-    if (json_array_size(calls) == 0) { jr_fail(r, ptr, "calls", "must not be empty"); goto cleanup; }
+    if (json_array_size(calls) == 0) {
+      jr_fail(r, ptr, "calls", "must not be empty");
+      goto cleanup;
+    }
     jr_ptr_key(p, ptr, "calls");
     json_t *list = json_array();
     json_object_set_new(out, "calls", list);

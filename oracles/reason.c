@@ -4,7 +4,8 @@
 #include <stdarg.h>
 #include <stdio.h>
 
-int oracle_reason(char reason[ORACLE_REASON_MAX], char detail[ORACLE_DETAIL_MAX], const char *why, const char *fmt, ...) {
+int oracle_reason(char reason[ORACLE_REASON_MAX], char detail[ORACLE_DETAIL_MAX], const char *why, const char *fmt,
+                  ...) {
   snprintf(reason, ORACLE_REASON_MAX, "%s", why);
   va_list ap;
   va_start(ap, fmt);

@@ -14,16 +14,32 @@ static const struct ledger_ws_abi LSE_O = {LEDGER_ABI_LSE_O, DKB_BF16, DKB_F32, 
 
 /* The ragged GQA call of 0x03A. */
 static struct ledger_call main_call(void) {
-  return (struct ledger_call){.B = 2, .H_q = 8, .H_kv = 2, .d_qk = 128, .d_v = 128, .T = T_MAIN,
-                              .policy = LEDGER_SPLIT_BALANCED, .S = 8, .S_capacity = 8, .q = DKB_BF16, .k = DKB_BF16,
-                              .v = DKB_BF16, .o = DKB_BF16, .lse = DKB_F32, .write_lse = 1};
+  return (struct ledger_call){.B = 2,
+                              .H_q = 8,
+                              .H_kv = 2,
+                              .d_qk = 128,
+                              .d_v = 128,
+                              .T = T_MAIN,
+                              .policy = LEDGER_SPLIT_BALANCED,
+                              .S = 8,
+                              .S_capacity = 8,
+                              .q = DKB_BF16,
+                              .k = DKB_BF16,
+                              .v = DKB_BF16,
+                              .o = DKB_BF16,
+                              .lse = DKB_F32,
+                              .write_lse = 1};
 }
 
 static const int64_t T_CAP[2] = {3, 0};
 /* The fixed-capacity fixture of 0x03G (H_kv and head widths are this test's choice). */
 static struct ledger_call capacity_call(void) {
   struct ledger_call c = main_call();
-  c.B = 2; c.H_q = 4; c.T = T_CAP; c.S = 5; c.S_capacity = 8;
+  c.B = 2;
+  c.H_q = 4;
+  c.T = T_CAP;
+  c.S = 5;
+  c.S_capacity = 8;
   return c;
 }
 
@@ -31,7 +47,13 @@ static const int64_t T_HW[1] = {1000};
 /* The head-width fixture of 0x03G: N_cfg = B * H_q * S = 32. */
 static struct ledger_call head_width_call(void) {
   struct ledger_call c = main_call();
-  c.B = 1; c.T = T_HW; c.d_qk = 80; c.d_v = 80; c.S = 4; c.S_capacity = 0; c.vec_align = 32;
+  c.B = 1;
+  c.T = T_HW;
+  c.d_qk = 80;
+  c.d_v = 80;
+  c.S = 4;
+  c.S_capacity = 0;
+  c.vec_align = 32;
   return c;
 }
 
@@ -58,7 +80,7 @@ static void ragged_bounds_are_per_request(void **s) {
     assert_int_equal(e - a, 512);
     assert_int_equal(ledger_split_bounds(&c, 1, sp, &a, &e), 1);
     assert_int_equal(e - a, want1[sp]);
-    assert_int_equal(a, prev);       /* disjoint exact coverage of [0, T_1) */
+    assert_int_equal(a, prev); /* disjoint exact coverage of [0, T_1) */
     prev = e;
   }
   assert_int_equal(prev, 3587);
@@ -92,11 +114,11 @@ static void workspace_bytes_of_both_abis(void **s) {
   assert_int_equal(m.lse_write, 64);
   assert_int_equal(m.reduction_path, 137536);
   assert_int_equal(l.reduction_path, 70976);
-  c.write_lse = 0;                     /* the LSE term is optional */
+  c.write_lse = 0; /* the LSE term is optional */
   ledger_workspace(&c, &MLU, &m);
   assert_int_equal(m.reduction_path, 137536 - 64);
   struct ledger_ws_abi no_valid = LSE_O;
-  no_valid.valid = LEDGER_NO_FIELD;    /* emptiness as an LSE sentinel: 0 validity bytes */
+  no_valid.valid = LEDGER_NO_FIELD; /* emptiness as an LSE sentinel: 0 validity bytes */
   ledger_workspace(&c, &no_valid, &l);
   assert_int_equal(l.logical, 128 * 260);
 }
@@ -133,7 +155,7 @@ static void capacity_envelope_writes_identity(void **s) {
     int live = ledger_split_bounds(&c, 0, sp, &a, &e);
     assert_int_equal(live, sp < 5);
     assert_int_equal(e - a, sp < 5 ? want0[sp] : 0);
-    live = ledger_split_bounds(&c, 1, sp, &a, &e);   /* the second request: eight empty slots */
+    live = ledger_split_bounds(&c, 1, sp, &a, &e); /* the second request: eight empty slots */
     assert_int_equal(e - a, 0);
   }
   struct ledger_claims k;
@@ -179,7 +201,7 @@ static void fixed_chunk_last_chunk_is_shorter(void **s) {
   ledger_split_bounds(&c, 1, 7, &a, &e);
   assert_int_equal(a, 3584);
   assert_int_equal(e, 3587);
-  c.chunk = 1000;                      /* ceil(4096 / 1000) = 5 splits; request 1 has 4 and one empty */
+  c.chunk = 1000; /* ceil(4096 / 1000) = 5 splits; request 1 has 4 and one empty */
   assert_int_equal(ledger_splits(&c), 5);
   ledger_split_bounds(&c, 1, 4, &a, &e);
   assert_int_equal(e - a, 0);
@@ -209,7 +231,8 @@ static void call_check_names_the_field(void **s) {
 /* Per-request balanced bounds as a plan declares them: [B][S][2]. */
 static void plan_bounds(const struct ledger_call *c, int64_t *out) {
   for (int64_t b = 0; b < c->B; b++)
-    for (int64_t sp = 0; sp < c->S; sp++) ledger_split_bounds(c, b, sp, &out[(b * c->S + sp) * 2], &out[(b * c->S + sp) * 2 + 1]);
+    for (int64_t sp = 0; sp < c->S; sp++)
+      ledger_split_bounds(c, b, sp, &out[(b * c->S + sp) * 2], &out[(b * c->S + sp) * 2 + 1]);
 }
 
 static void declared_bounds_are_checked(void **s) {
@@ -225,14 +248,17 @@ static void declared_bounds_are_checked(void **s) {
   memcpy(bd + 16, bd, 16 * sizeof *bd);
   check_reject(&c, &k, "split_bounds_not_per_request");
   plan_bounds(&c, bd);
-  bd[16 + 2 * 2 + 1] -= 1;             /* request 1 split 2 ends one key early: a gap */
+  bd[16 + 2 * 2 + 1] -= 1; /* request 1 split 2 ends one key early: a gap */
   check_reject(&c, &k, "split_bounds_not_partition");
   plan_bounds(&c, bd);
-  bd[16 + 2 * 2 + 1] += 1;             /* ... one key late: an overlap */
+  bd[16 + 2 * 2 + 1] += 1; /* ... one key late: an overlap */
   check_reject(&c, &k, "split_bounds_not_partition");
   plan_bounds(&c, bd);
-  int64_t t0 = bd[16], t1 = bd[17];    /* swap splits 0 and 1 of request 1: still a cover, not the policy's */
-  bd[16] = bd[18]; bd[17] = bd[19]; bd[18] = t0; bd[19] = t1;
+  int64_t t0 = bd[16], t1 = bd[17]; /* swap splits 0 and 1 of request 1: still a cover, not the policy's */
+  bd[16] = bd[18];
+  bd[17] = bd[19];
+  bd[18] = t0;
+  bd[19] = t1;
   check_reject(&c, &k, "split_bounds_policy_mismatch");
 }
 
@@ -241,11 +267,11 @@ static void launch_must_match_allocation(void **s) {
   struct ledger_call c = capacity_call();
   struct ledger_claims k;
   ledger_claims_init(&k);
-  k.alloc_splits = 5;                  /* [B, H_q, S, d_v] allocated, S_capacity launched */
+  k.alloc_splits = 5; /* [B, H_q, S, d_v] allocated, S_capacity launched */
   check_reject(&c, &k, "launch_allocation_mismatch");
   struct ledger_call h = head_width_call();
   ledger_claims_init(&k);
-  k.alloc_width = 80;                  /* logical width allocated, padded lanes launched */
+  k.alloc_width = 80; /* logical width allocated, padded lanes launched */
   check_reject(&h, &k, "launch_allocation_mismatch");
 }
 
@@ -255,11 +281,11 @@ static void reducer_must_not_read_unwritten_slots(void **s) {
   struct ledger_claims k;
   ledger_claims_init(&k);
   struct ledger_owners o;
-  c.writes = LEDGER_WRITE_CONFIGURED;  /* inactive ids exit, the reducer reads the envelope */
+  c.writes = LEDGER_WRITE_CONFIGURED; /* inactive ids exit, the reducer reads the envelope */
   ledger_owners(&c, &o);
   assert_int_equal(o.unwritten_consumed, 24);
   check_reject(&c, &k, "reducer_reads_unwritten_slot");
-  c.writes = LEDGER_WRITE_NONEMPTY;    /* empty owners exit too: 52 identity slots unwritten */
+  c.writes = LEDGER_WRITE_NONEMPTY; /* empty owners exit too: 52 identity slots unwritten */
   ledger_owners(&c, &o);
   assert_int_equal(o.unwritten_consumed, 52);
   check_reject(&c, &k, "reducer_reads_unwritten_slot");
@@ -277,14 +303,14 @@ static void workspace_claims_must_ledger_every_field(void **s) {
   k.abi = &MLU;
   k.ws_bytes = 66688;
   check_ok(&c, &k);
-  k.ws_bytes = 65536;                  /* partial_u only */
+  k.ws_bytes = 65536; /* partial_u only */
   check_reject(&c, &k, "ledger_omits_state_fields");
-  k.ws_bytes = 66688 - 128;            /* validity tensor forgotten */
+  k.ws_bytes = 66688 - 128; /* validity tensor forgotten */
   check_reject(&c, &k, "ledger_omits_state_fields");
   k.ws_bytes = 66000;
   check_reject(&c, &k, "workspace_bytes_mismatch");
   k.abi = &LSE_O;
-  k.ws_bytes = 32768;                  /* partial_O only */
+  k.ws_bytes = 32768; /* partial_O only */
   check_reject(&c, &k, "ledger_omits_state_fields");
 }
 
@@ -336,32 +362,33 @@ static void malformed_call_names_its_pointer(void **s) {
   static const char *const head =
       "{\"schema\": \"dkb.contract/v1\", \"contract\": \"launch_storage\", \"name\": \"n\", \"expect\": [], \"input\": "
       "{\"B\": 2, \"H_q\": 8, \"d_qk\": 128, \"d_v\": 128, \"T\": [4096, 3587], "
-      "\"workspace_abis\": [{\"abi\": \"mlu\", \"u\": \"fp32\", \"m\": \"fp32\", \"l\": \"fp32\", \"valid\": \"none\"}], ";
-  struct { const char *name, *rest, *err; } cases[] = {
-      {"hkv.json", "\"H_kv\": 3, \"split\": {\"policy\": \"balanced\", \"S\": 8}, \"dtypes\": "
-                   "{\"q\": \"bf16\", \"k\": \"bf16\", \"v\": \"bf16\", \"o\": \"bf16\", \"lse\": \"fp32\"}}}",
+      "\"workspace_abis\": [{\"abi\": \"mlu\", \"u\": \"fp32\", \"m\": \"fp32\", \"l\": \"fp32\", \"valid\": "
+      "\"none\"}], ";
+  struct {
+    const char *name, *rest, *err;
+  } cases[] = {
+      {"hkv.json",
+       "\"H_kv\": 3, \"split\": {\"policy\": \"balanced\", \"S\": 8}, \"dtypes\": "
+       "{\"q\": \"bf16\", \"k\": \"bf16\", \"v\": \"bf16\", \"o\": \"bf16\", \"lse\": \"fp32\"}}}",
        "/input/H_kv: must divide H_q (a query head maps to one K/V head)"},
-      {"cap.json", "\"H_kv\": 2, \"split\": {\"policy\": \"balanced\", \"S\": 8, \"S_capacity\": 4}, \"dtypes\": "
-                   "{\"q\": \"bf16\", \"k\": \"bf16\", \"v\": \"bf16\", \"o\": \"bf16\", \"lse\": \"fp32\"}}}",
+      {"cap.json",
+       "\"H_kv\": 2, \"split\": {\"policy\": \"balanced\", \"S\": 8, \"S_capacity\": 4}, \"dtypes\": "
+       "{\"q\": \"bf16\", \"k\": \"bf16\", \"v\": \"bf16\", \"o\": \"bf16\", \"lse\": \"fp32\"}}}",
        "/input/split/S_capacity: must be >= the configured split count 8 (got 4)"},
-      {"dtype.json", "\"H_kv\": 2, \"split\": {\"policy\": \"balanced\", \"S\": 8}, \"dtypes\": "
-                     "{\"q\": \"bf17\", \"k\": \"bf16\", \"v\": \"bf16\", \"o\": \"bf16\", \"lse\": \"fp32\"}}}",
+      {"dtype.json",
+       "\"H_kv\": 2, \"split\": {\"policy\": \"balanced\", \"S\": 8}, \"dtypes\": "
+       "{\"q\": \"bf17\", \"k\": \"bf16\", \"v\": \"bf16\", \"o\": \"bf16\", \"lse\": \"fp32\"}}}",
        "/input/dtypes/q: unknown dtype 'bf17'"},
-      {"abi.json", "\"H_kv\": 2, \"split\": {\"policy\": \"balanced\", \"S\": 8}, \"dtypes\": "
-                   "{\"q\": \"bf16\", \"k\": \"bf16\", \"v\": \"bf16\", \"o\": \"bf16\", \"lse\": \"fp32\"}, "
-                   "\"claims\": {\"workspace_bytes\": 1}}}",
+      {"abi.json",
+       "\"H_kv\": 2, \"split\": {\"policy\": \"balanced\", \"S\": 8}, \"dtypes\": "
+       "{\"q\": \"bf16\", \"k\": \"bf16\", \"v\": \"bf16\", \"o\": \"bf16\", \"lse\": \"fp32\"}, "
+       "\"claims\": {\"workspace_bytes\": 1}}}",
        "/input/claims/workspace_bytes: needs 'abi' to say which workspace it counts"},
   };
   for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
-    char text[2048], want[1024];
+    char text[2048];
     snprintf(text, sizeof text, "%s%s\n", head, cases[i].rest);
-    const char *path = tmp_file(cases[i].name, text);
-    snprintf(want, sizeof want, "dkb: error: %s: %s\n", path, cases[i].err);
-    struct run_result r;
-    run_sh(&r, "build/dkb oracle %s", path);
-    if (r.rc != 3) fail_msg("%s: exit %d, want 3 (%s)", cases[i].name, r.rc, r.err);
-    assert_string_equal(r.err, want);
-    run_result_release(&r);
+    assert_oracle_malformed(cases[i].name, text, cases[i].err);
   }
 }
 
@@ -371,6 +398,6 @@ DKB_TEST_GROUP(ledger, cmocka_unit_test(ragged_bounds_are_per_request), cmocka_u
                cmocka_unit_test(fixed_chunk_last_chunk_is_shorter), cmocka_unit_test(call_check_names_the_field),
                cmocka_unit_test(declared_bounds_are_checked), cmocka_unit_test(launch_must_match_allocation),
                cmocka_unit_test(reducer_must_not_read_unwritten_slots),
-               cmocka_unit_test(workspace_claims_must_ledger_every_field), cmocka_unit_test(kv_demand_is_per_query_head),
-               cmocka_unit_test(dram_bytes_need_a_counter), cmocka_unit_test(output_keeps_logical_width),
-               cmocka_unit_test(malformed_call_names_its_pointer))
+               cmocka_unit_test(workspace_claims_must_ledger_every_field),
+               cmocka_unit_test(kv_demand_is_per_query_head), cmocka_unit_test(dram_bytes_need_a_counter),
+               cmocka_unit_test(output_keeps_logical_width), cmocka_unit_test(malformed_call_names_its_pointer))

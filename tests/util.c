@@ -67,6 +67,17 @@ void run_result_release(struct run_result *r) {
   memset(r, 0, sizeof *r);
 }
 
+void assert_oracle_malformed(const char *name, const char *fixture, const char *error) {
+  const char *path = tmp_file(name, fixture);
+  char want[2048];
+  snprintf(want, sizeof want, "dkb: error: %s: %s\n", path, error);
+  struct run_result r;
+  run_sh(&r, "build/dkb oracle %s", path);
+  if (r.rc != 3) fail_msg("%s: exit %d, want 3 (%s)", name, r.rc, r.err);
+  assert_string_equal(r.err, want);
+  run_result_release(&r);
+}
+
 int have_gpu(char *reason, size_t n) {
   int count = 0;
   cudaError_t e = cudaGetDeviceCount(&count);

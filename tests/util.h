@@ -41,6 +41,10 @@ const char *tmp_dir(void);
 /* Whole file into a malloc'ed string (NULL if unreadable). */
 char *slurp(const char *path);
 
+/* Writes `fixture` to a temp file `name`, runs `dkb oracle` on it and asserts exit 3 with exactly
+ * "dkb: error: PATH: " + `error` + "\n" on stderr (error is "/json/pointer: reason"). */
+void assert_oracle_malformed(const char *name, const char *fixture, const char *error);
+
 /* 1 when a CUDA device is usable; reason gets why not. GPU tests skip with that reason printed. */
 int have_gpu(char *reason, size_t n);
 #define SKIP_WITHOUT_GPU()                                                \
