@@ -5,9 +5,15 @@
 
 int oracle_eval_split_state(struct jr *, const json_t *, const char *, json_t **, struct oracle_reject *);
 int oracle_eval_split_state_laws(struct jr *, const json_t *, const char *, json_t **, struct oracle_reject *);
+int oracle_eval_dispatch_admission(struct jr *, const json_t *, const char *, json_t **, struct oracle_reject *);
+int oracle_eval_dispatch_matrix(struct jr *, const json_t *, const char *, json_t **, struct oracle_reject *);
+int oracle_eval_dispatch_plan(struct jr *, const json_t *, const char *, json_t **, struct oracle_reject *);
 
 const struct oracle_kind oracle_kinds[] = {
     {"split_state", "0x02", oracle_eval_split_state},
     {"split_state_laws", "0x02D-0x02E", oracle_eval_split_state_laws},
+    {"dispatch_admission", "0x07A-0x07C, 0x07J", oracle_eval_dispatch_admission},
+    {"dispatch_matrix", "0x07D", oracle_eval_dispatch_matrix},
+    {"dispatch_plan", "0x07F", oracle_eval_dispatch_plan},
     {NULL, NULL, NULL},
 };
