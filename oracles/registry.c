@@ -1,0 +1,764 @@
+/* registry.c - dispatch key, semantic validation, admission stages and the admission record
+ * (see registry.h). Nothing here knows a particular backend: backends are rows of a table with
+ * predicate functions (registry_teaching.c holds the four teaching backends of 0x07D). */
+#include "registry.h"
+#include "harness/cjson.h"
+
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+const char *const DK_DEVICE_NAMES[] = {"cpu", "cuda", NULL};
+const char *const DK_PHASE_NAMES[] = {"decode", "prefill", "append", "mixed", "training_forward", "training_backward",
+                                      NULL};
+const char *const DK_LAYOUT_NAMES[] = {"contiguous_nhd", "contiguous_hnd", "ragged", "paged_nhd", "paged_hnd", NULL};
+const char *const DK_MASK_NAMES[] = {"none", "causal", "sliding_window", "dense_custom", "flashmask", NULL};
+const char ADMIT_FACTOR_LETTERS[ADMIT_NFACTORS + 1] = "IEPHDKQGLMNC";
+
+/* Storage dtypes a key may name, in the spelling of oracles/dtype.h. */
+static const char *const KEY_DTYPES[] = {"fp16", "bf16", "fp32", NULL};
+static const enum dkb_dtype KEY_DTYPE_VALUES[] = {DKB_F16, DKB_BF16, DKB_F32};
+
+int dk_layout_is_paged(enum dk_layout l) { return l == DK_PAGED_NHD || l == DK_PAGED_HND; }
+
+static int is_training_phase(enum dk_phase p) { return p == DK_TRAINING_FORWARD || p == DK_TRAINING_BACKWARD; }
+
+void dispatch_key_init(struct dispatch_key *k) {
+  memset(k, 0, sizeof *k);
+  k->device_type = DK_CUDA;
+  k->compute_capability = DK_ABSENT;
+  k->batch = 1;
+  k->dtype = k->kv_dtype = DKB_F16;
+  k->last_dim_contiguous = 1;
+  k->window = DK_ABSENT;
+  k->page_size = DK_ABSENT;
+  k->workspace_device_type = DK_CUDA;
+  k->workspace_bytes = DK_ABSENT;
+  snprintf(k->backend_request, sizeof k->backend_request, "auto");
+}
+
+/* ---- reasons ---------------------------------------------------------------------------------- */
+
+void admit_reasons_clear(struct admit_reasons *r) { memset(r, 0, sizeof *r); }
+
+void admit_fail(struct admit_reasons *r, const char *fmt, ...) {
+  if (r->n == ADMIT_MAX_REASONS) { r->dropped++; return; }
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(r->text[r->n], ADMIT_REASON_MAX, fmt, ap);
+  va_end(ap);
+  r->factor[r->n++] = 0;
+}
+
+static json_t *reasons_json(const struct admit_reasons *r) {
+  json_t *a = json_array();
+  for (size_t i = 0; i < r->n; i++) json_array_append_new(a, json_string(r->text[i]));
+  if (r->dropped) json_array_append_new(a, json_sprintf("%zu more reasons dropped", r->dropped));
+  return a;
+}
+
+/* ---- semantic validation (0x07A) ------------------------------------------------------------- */
+
+static const char *tf(int b) { return b ? "true" : "false"; }
+
+size_t dispatch_key_check(const struct dispatch_key *k, struct admit_reasons *why) {
+  size_t before = why->n + why->dropped;
+  if (k->batch <= 0) admit_fail(why, "batch=%lld must be > 0", k->batch);
+  if (k->q_len <= 0) admit_fail(why, "q_len=%lld must be > 0", k->q_len);
+  if (k->kv_len <= 0) admit_fail(why, "kv_len=%lld must be > 0", k->kv_len);
+  if (k->num_q_heads <= 0) admit_fail(why, "num_q_heads=%lld must be > 0", k->num_q_heads);
+  if (k->num_kv_heads <= 0) admit_fail(why, "num_kv_heads=%lld must be > 0", k->num_kv_heads);
+  if (k->num_q_heads > 0 && k->num_kv_heads > 0 && k->num_q_heads % k->num_kv_heads)
+    admit_fail(why, "num_q_heads=%lld is not a multiple of num_kv_heads=%lld", k->num_q_heads, k->num_kv_heads);
+  if (k->head_dim_qk <= 0) admit_fail(why, "head_dim_qk=%lld must be > 0", k->head_dim_qk);
+  if (k->head_dim_vo <= 0) admit_fail(why, "head_dim_vo=%lld must be > 0", k->head_dim_vo);
+  if (!(k->dropout_p >= 0.0 && k->dropout_p <= 1.0)) {
+    char v[32];
+    cjson_format_double(k->dropout_p, v);
+    admit_fail(why, "dropout_p=%s outside [0, 1]", isnan(k->dropout_p) ? "nan" : v);
+  }
+  const char *layout = DK_LAYOUT_NAMES[k->cache_layout];
+  if (dk_layout_is_paged(k->cache_layout)) {
+    if (k->page_size == DK_ABSENT) admit_fail(why, "cache_layout=%s requires page_size", layout);
+    else if (k->page_size <= 0) admit_fail(why, "page_size=%lld must be > 0", k->page_size);
+  } else if (k->page_size != DK_ABSENT) {
+    admit_fail(why, "page_size=%lld given for non-paged cache_layout=%s", k->page_size, layout);
+  }
+  if (k->mask_kind == DK_MASK_SLIDING_WINDOW) {
+    if (k->window == DK_ABSENT || k->window <= 0) admit_fail(why, "mask_kind=sliding_window requires window > 0");
+  } else if (k->window != DK_ABSENT) {
+    admit_fail(why, "window=%lld given for mask_kind=%s", k->window, DK_MASK_NAMES[k->mask_kind]);
+  }
+  if (k->device_type == DK_CUDA) {
+    if (k->compute_capability == DK_ABSENT) admit_fail(why, "device_type=cuda requires compute_capability");
+    else if (k->compute_capability <= 0)
+      admit_fail(why, "compute_capability=%lld must be > 0", k->compute_capability);
+  } else {
+    if (k->compute_capability != DK_ABSENT)
+      admit_fail(why, "compute_capability=%lld given for device_type=cpu", k->compute_capability);
+    if (k->cuda_graph) admit_fail(why, "cuda_graph=true requires device_type=cuda");
+  }
+  if (k->device_index < 0) admit_fail(why, "device_index=%lld must be >= 0", k->device_index);
+  if (k->workspace_device_index < 0)
+    admit_fail(why, "workspace_device index %lld must be >= 0", k->workspace_device_index);
+  if (k->training != is_training_phase(k->phase))
+    admit_fail(why, "training=%s contradicts phase=%s", tf(k->training), DK_PHASE_NAMES[k->phase]);
+  if (!k->backend_request[0]) admit_fail(why, "backend_request must be 'auto' or a backend name");
+  if (k->workspace_bytes != DK_ABSENT && k->workspace_bytes < 0)
+    admit_fail(why, "workspace_bytes=%lld must be >= 0", k->workspace_bytes);
+  return why->n + why->dropped - before;
+}
+
+/* ---- key JSON and digests -------------------------------------------------------------------- */
+
+static json_t *opt_int(long long v) { return v == DK_ABSENT ? json_null() : json_integer(v); }
+
+static void device_string(enum dk_device t, long long idx, char out[32]) {
+  if (t == DK_CPU) snprintf(out, 32, "cpu");
+  else snprintf(out, 32, "cuda:%lld", idx);
+}
+
+json_t *dispatch_key_to_json(const struct dispatch_key *k, enum dk_form form) {
+  json_t *j = json_object();
+  json_object_set_new(j, "phase", json_string(DK_PHASE_NAMES[k->phase]));
+  json_object_set_new(j, "device_type", json_string(DK_DEVICE_NAMES[k->device_type]));
+  json_object_set_new(j, "compute_capability", opt_int(k->compute_capability));
+  json_object_set_new(j, "dtype", json_string(dkb_dtype_name(k->dtype)));
+  json_object_set_new(j, "kv_dtype", json_string(dkb_dtype_name(k->kv_dtype)));
+  json_object_set_new(j, "q_len", json_integer(k->q_len));
+  json_object_set_new(j, "kv_len", json_integer(k->kv_len));
+  json_object_set_new(j, "num_q_heads", json_integer(k->num_q_heads));
+  json_object_set_new(j, "num_kv_heads", json_integer(k->num_kv_heads));
+  json_object_set_new(j, "head_dim_qk", json_integer(k->head_dim_qk));
+  json_object_set_new(j, "head_dim_vo", json_integer(k->head_dim_vo));
+  json_object_set_new(j, "cache_layout", json_string(DK_LAYOUT_NAMES[k->cache_layout]));
+  json_object_set_new(j, "page_size", opt_int(k->page_size));
+  json_object_set_new(j, "mask_kind", json_string(DK_MASK_NAMES[k->mask_kind]));
+  json_object_set_new(j, "dropout_p", json_real(k->dropout_p));
+  json_object_set_new(j, "training", json_boolean(k->training));
+  json_object_set_new(j, "requires_deterministic", json_boolean(k->requires_deterministic));
+  json_object_set_new(j, "cuda_graph", json_boolean(k->cuda_graph));
+  json_object_set_new(j, "last_dim_contiguous", json_boolean(k->last_dim_contiguous));
+  json_object_set_new(j, "backend_request", json_string(k->backend_request));
+  if (form == DK_FULL) {
+    char dev[32];
+    device_string(k->workspace_device_type, k->workspace_device_index, dev);
+    json_object_set_new(j, "batch", json_integer(k->batch));
+    json_object_set_new(j, "device_index", json_integer(k->device_index));
+    json_object_set_new(j, "window", opt_int(k->window));
+    json_object_set_new(j, "workspace_device", json_string(dev));
+    json_object_set_new(j, "workspace_bytes", opt_int(k->workspace_bytes));
+  }
+  return j;
+}
+
+static int digest_of(json_t *j, char hex[65], struct dkb_err *err) {
+  int rc = cjson_digest(j, hex, err);
+  json_decref(j);
+  return rc;
+}
+
+int dispatch_key_digest(const struct dispatch_key *k, enum dk_form form, char hex[65], struct dkb_err *err) {
+  return digest_of(dispatch_key_to_json(k, form), hex, err);
+}
+
+/* null -> DK_ABSENT, otherwise an integer >= 0 (a negative size is not a call, it is a bad document). */
+static int read_opt_int(struct jr *r, const json_t *obj, const char *ptr, const char *key, long long *out) {
+  json_t *v = json_object_get(obj, key);
+  if (!v) return 0;
+  if (json_is_null(v)) { *out = DK_ABSENT; return 0; }
+  return jr_int(r, obj, ptr, key, 1, 0, (1LL << 53), out);
+}
+
+static int read_device(struct jr *r, const json_t *obj, const char *ptr, const char *key, enum dk_device *t,
+                       long long *idx) {
+  const char *s = NULL;
+  if (!json_object_get(obj, key)) return 0;
+  if (jr_str(r, obj, ptr, key, 1, &s)) return -1;
+  if (!strcmp(s, "cpu")) { *t = DK_CPU; *idx = 0; return 0; }
+  char *end = NULL;
+  if (!strncmp(s, "cuda:", 5) && s[5] >= '0' && s[5] <= '9') {
+    long long v = strtoll(s + 5, &end, 10);
+    if (!*end && v < 1024) { *t = DK_CUDA; *idx = v; return 0; }
+  }
+  return jr_fail(r, ptr, key, "must be 'cpu' or 'cuda:N' (got '%s')", s);
+}
+
+static const char *const KEY_REQUIRED[] = {
+    "phase", "device_type", "compute_capability", "dtype", "kv_dtype", "q_len", "kv_len", "num_q_heads",
+    "num_kv_heads", "head_dim_qk", "head_dim_vo", "cache_layout", "page_size", "mask_kind", "dropout_p",
+    "training", "requires_deterministic", "cuda_graph", "last_dim_contiguous", "backend_request", NULL};
+static const char *const KEY_OPTIONAL[] = {"batch", "device_index", "window", "workspace_device", "workspace_bytes",
+                                           NULL};
+
+int dispatch_key_read(struct jr *r, const json_t *obj, const char *ptr, struct dispatch_key *k) {
+  dispatch_key_init(k);
+  if (jr_keys(r, obj, ptr, KEY_REQUIRED, KEY_OPTIONAL)) return -1;
+  int phase = 0, dev = 0, layout = 0, mask = 0, dt = 0, kvdt = 0;
+  const char *req = NULL;
+  const long long BIG = 1LL << 53;
+  if (jr_enum(r, obj, ptr, "phase", 1, DK_PHASE_NAMES, &phase) ||
+      jr_enum(r, obj, ptr, "device_type", 1, DK_DEVICE_NAMES, &dev) ||
+      read_opt_int(r, obj, ptr, "compute_capability", &k->compute_capability) ||
+      jr_enum(r, obj, ptr, "dtype", 1, KEY_DTYPES, &dt) || jr_enum(r, obj, ptr, "kv_dtype", 1, KEY_DTYPES, &kvdt) ||
+      jr_int(r, obj, ptr, "q_len", 1, -BIG, BIG, &k->q_len) || jr_int(r, obj, ptr, "kv_len", 1, -BIG, BIG, &k->kv_len) ||
+      jr_int(r, obj, ptr, "num_q_heads", 1, -BIG, BIG, &k->num_q_heads) ||
+      jr_int(r, obj, ptr, "num_kv_heads", 1, -BIG, BIG, &k->num_kv_heads) ||
+      jr_int(r, obj, ptr, "head_dim_qk", 1, -BIG, BIG, &k->head_dim_qk) ||
+      jr_int(r, obj, ptr, "head_dim_vo", 1, -BIG, BIG, &k->head_dim_vo) ||
+      jr_enum(r, obj, ptr, "cache_layout", 1, DK_LAYOUT_NAMES, &layout) ||
+      read_opt_int(r, obj, ptr, "page_size", &k->page_size) ||
+      jr_enum(r, obj, ptr, "mask_kind", 1, DK_MASK_NAMES, &mask) ||
+      jr_num(r, obj, ptr, "dropout_p", 1, -INFINITY, INFINITY, &k->dropout_p) ||
+      jr_bool(r, obj, ptr, "training", 1, &k->training) ||
+      jr_bool(r, obj, ptr, "requires_deterministic", 1, &k->requires_deterministic) ||
+      jr_bool(r, obj, ptr, "cuda_graph", 1, &k->cuda_graph) ||
+      jr_bool(r, obj, ptr, "last_dim_contiguous", 1, &k->last_dim_contiguous) ||
+      jr_str(r, obj, ptr, "backend_request", 1, &req) || jr_int(r, obj, ptr, "batch", 0, -BIG, BIG, &k->batch) ||
+      jr_int(r, obj, ptr, "device_index", 0, 0, 1023, &k->device_index) ||
+      read_opt_int(r, obj, ptr, "window", &k->window) ||
+      read_opt_int(r, obj, ptr, "workspace_bytes", &k->workspace_bytes))
+    return -1;
+  if (strlen(req) >= sizeof k->backend_request)
+    return jr_fail(r, ptr, "backend_request", "must be shorter than %d characters", DK_BACKEND_NAME_MAX);
+  snprintf(k->backend_request, sizeof k->backend_request, "%s", req);
+  k->phase = (enum dk_phase)phase;
+  k->device_type = (enum dk_device)dev;
+  k->cache_layout = (enum dk_layout)layout;
+  k->mask_kind = (enum dk_mask)mask;
+  k->dtype = KEY_DTYPE_VALUES[dt];
+  k->kv_dtype = KEY_DTYPE_VALUES[kvdt];
+  k->workspace_device_type = k->device_type;
+  k->workspace_device_index = k->device_index;
+  return read_device(r, obj, ptr, "workspace_device", &k->workspace_device_type, &k->workspace_device_index);
+}
+
+/* ---- registries ------------------------------------------------------------------------------ */
+
+int dispatch_registry_check(const struct dispatch_registry *reg, char *why, size_t n) {
+  if (!reg || !reg->name || reg->n == 0 || reg->n > DISPATCH_MAX_BACKENDS) {
+    snprintf(why, n, "registry must name 1 to %d backends", DISPATCH_MAX_BACKENDS);
+    return -1;
+  }
+  for (size_t i = 0; i < reg->n; i++) {
+    const struct dispatch_backend *b = &reg->backends[i];
+    if (!b->name || !b->name[0] || strlen(b->name) >= DK_BACKEND_NAME_MAX || !strcmp(b->name, "auto")) {
+      snprintf(why, n, "backend %zu of registry %s has no usable name", i, reg->name);
+      return -1;
+    }
+    if (!b->platforms || !b->phases) {
+      snprintf(why, n, "backend %s has an empty candidate domain", b->name);
+      return -1;
+    }
+    for (size_t j = 0; j < i; j++) {
+      if (!strcmp(b->name, reg->backends[j].name) || b->priority == reg->backends[j].priority) {
+        snprintf(why, n, "backends %s and %s share a name or a priority", reg->backends[j].name, b->name);
+        return -1;
+      }
+    }
+  }
+  return 0;
+}
+
+const struct dispatch_registry *dispatch_registry_find(const char *name) {
+  if (!strcmp(name, dispatch_teaching_registry.name)) return &dispatch_teaching_registry;
+  return NULL;
+}
+
+/* ---- admission (0x07C) ----------------------------------------------------------------------- */
+
+const char *admission_outcome_name(enum admission_outcome o) {
+  static const char *const names[] = {"selected", "selected_after_backend_fallback", "forced_error",
+                                      "no_eligible_error", "malformed_call_error"};
+  return names[o];
+}
+
+/* Stage 2: platform and phase. */
+static void candidate_domain(const struct dispatch_backend *b, const struct dispatch_key *k, struct admit_reasons *out) {
+  if (!(b->platforms & (1u << k->device_type)))
+    admit_fail(out, "device_type=%s not in domain", DK_DEVICE_NAMES[k->device_type]);
+  if (!(b->phases & (1u << k->phase))) admit_fail(out, "phase=%s not in domain", DK_PHASE_NAMES[k->phase]);
+}
+
+/* Stage 3: the conjunction A_b with every failed factor kept. */
+static void eligibility(const struct dispatch_backend *b, const struct dispatch_key *k, struct admit_reasons *out) {
+  for (int f = 0; f < ADMIT_NFACTORS; f++) {
+    if (!b->admit[f]) continue;
+    size_t before = out->n;
+    b->admit[f](b, k, out);
+    for (size_t i = before; i < out->n; i++) out->factor[i] = ADMIT_FACTOR_LETTERS[f];
+  }
+}
+
+static void copy_reasons(struct admit_reasons *dst, const struct admit_reasons *src) {
+  for (size_t i = 0; i < src->n; i++) {
+    admit_fail(dst, "%s", src->text[i]);
+    dst->factor[dst->n - 1] = src->factor[i];
+  }
+  dst->dropped += src->dropped;
+}
+
+const struct dispatch_backend *dispatch_admit(const struct dispatch_registry *reg, const struct dispatch_key *k,
+                                              struct admission *a) {
+  char why[256];
+  if (dispatch_registry_check(reg, why, sizeof why)) DKB_BUG("%s", why);
+  memset(a, 0, sizeof *a);
+  a->registry = reg;
+  a->key = *k;
+  a->selected = -1;
+  a->forced = strcmp(k->backend_request, "auto") != 0;
+  /* Stage 0: a malformed call never reaches the capability matrix. */
+  if (dispatch_key_check(k, &a->malformed)) {
+    a->outcome = ADM_MALFORMED_CALL;
+    return NULL;
+  }
+  /* Stage 1: every registered backend, in priority order (stable insertion sort on a tiny table). */
+  size_t order[DISPATCH_MAX_BACKENDS];
+  for (size_t i = 0; i < reg->n; i++) {
+    size_t j = i;
+    while (j > 0 && reg->backends[order[j - 1]].priority > reg->backends[i].priority) { order[j] = order[j - 1]; j--; }
+    order[j] = i;
+  }
+  a->n = reg->n;
+  for (size_t i = 0; i < reg->n; i++) {
+    struct admission_candidate *c = &a->cand[i];
+    c->backend = &reg->backends[order[i]];
+    candidate_domain(c->backend, k, &c->domain);
+    c->in_domain = c->domain.n == 0;
+    if (!c->in_domain) continue;
+    eligibility(c->backend, k, &c->reasons);
+    c->eligible = c->reasons.n == 0 && c->reasons.dropped == 0;
+  }
+  /* Stage 4: policy. */
+  if (a->forced) {
+    int found = -1;
+    for (size_t i = 0; i < a->n; i++)
+      if (!strcmp(a->cand[i].backend->name, k->backend_request)) found = (int)i;
+    if (found < 0) {
+      admit_fail(&a->error, "backend_request=%s is not registered in registry %s", k->backend_request, reg->name);
+    } else if (a->cand[found].eligible) {
+      a->selected = found;
+      a->outcome = ADM_SELECTED;
+      return a->cand[found].backend;
+    } else {
+      copy_reasons(&a->error, &a->cand[found].domain);
+      copy_reasons(&a->error, &a->cand[found].reasons);
+    }
+    a->outcome = ADM_FORCED_ERROR;
+    return NULL;
+  }
+  int rejected_above = 0;
+  for (size_t i = 0; i < a->n; i++) {
+    if (!a->cand[i].in_domain) continue;
+    if (a->cand[i].eligible) {
+      a->selected = (int)i;
+      a->outcome = rejected_above ? ADM_SELECTED_AFTER_FALLBACK : ADM_SELECTED;
+      return a->cand[i].backend;
+    }
+    rejected_above = 1;
+  }
+  a->outcome = ADM_NO_ELIGIBLE;
+  return NULL;
+}
+
+int admission_backend_fallback(const struct admission *a) { return a->outcome == ADM_SELECTED_AFTER_FALLBACK; }
+
+/* ---- the admission record -------------------------------------------------------------------- */
+
+static json_t *factor_list(const struct admit_reasons *r) {
+  json_t *a = json_array();
+  for (int f = 0; f < ADMIT_NFACTORS; f++)
+    for (size_t i = 0; i < r->n; i++)
+      if (r->factor[i] == ADMIT_FACTOR_LETTERS[f]) {
+        char s[2] = {ADMIT_FACTOR_LETTERS[f], 0};
+        json_array_append_new(a, json_string(s));
+        break;
+      }
+  return a;
+}
+
+json_t *admission_to_json(const struct admission *a, struct dkb_err *err) {
+  char kd[65], td[65], pd[65];
+  struct plan_key pk;
+  plan_key_project(&a->key, &pk);
+  json_t *key = dispatch_key_to_json(&a->key, DK_FULL);
+  if (cjson_digest(key, kd, err) || dispatch_key_digest(&a->key, DK_TEACHING, td, err) || plan_key_digest(&pk, pd, err)) {
+    json_decref(key);
+    return NULL;
+  }
+  json_t *j = json_object();
+  json_object_set_new(j, "schema", json_string("dkb.admission/v1"));
+  json_object_set_new(j, "registry", json_string(a->registry->name));
+  json_object_set_new(j, "key", key);
+  json_object_set_new(j, "key_digest", json_string(kd));
+  json_object_set_new(j, "teaching_key_digest", json_string(td));
+  json_object_set_new(j, "plan_key", plan_key_to_json(&pk));
+  json_object_set_new(j, "plan_key_digest", json_string(pd));
+  json_object_set_new(j, "policy", json_string(a->forced ? "forced" : "auto"));
+  json_object_set_new(j, "requested_backend", json_string(a->key.backend_request));
+  json_object_set_new(j, "malformed_reasons", reasons_json(&a->malformed));
+  json_t *order = json_array(), *domain = json_array(), *eligible = json_array(), *cands = json_array(),
+         *from = json_array();
+  for (size_t i = 0; i < a->n; i++) {
+    const struct admission_candidate *c = &a->cand[i];
+    json_array_append_new(order, json_string(c->backend->name));
+    if (c->in_domain) json_array_append_new(domain, json_string(c->backend->name));
+    if (c->eligible) json_array_append_new(eligible, json_string(c->backend->name));
+    if (a->outcome == ADM_SELECTED_AFTER_FALLBACK && (int)i < a->selected && c->in_domain)
+      json_array_append_new(from, json_string(c->backend->name));
+    json_array_append_new(cands, json_pack("{s:s,s:i,s:b,s:o,s:b,s:o,s:o}", "backend", c->backend->name, "priority",
+                                           c->backend->priority, "in_domain", c->in_domain, "domain_reasons",
+                                           reasons_json(&c->domain), "eligible", c->eligible, "reasons",
+                                           reasons_json(&c->reasons), "failed_factors", factor_list(&c->reasons)));
+  }
+  json_object_set_new(j, "candidate_order", order);
+  json_object_set_new(j, "candidate_domain", domain);
+  json_object_set_new(j, "eligible", eligible);
+  json_object_set_new(j, "candidates", cands);
+  json_object_set_new(j, "outcome", json_string(admission_outcome_name(a->outcome)));
+  json_object_set_new(j, "selected", a->selected >= 0 ? json_string(a->cand[a->selected].backend->name) : json_null());
+  json_object_set_new(j, "backend_fallback", json_boolean(admission_backend_fallback(a)));
+  json_object_set_new(j, "fallback_from", from);
+  json_object_set_new(j, "error_reasons", reasons_json(&a->error));
+  json_object_set_new(j, "claim_ceiling", json_string(ADMISSION_CLAIM_CEILING));
+  return j;
+}
+
+/* ---- verifying a recorded admission against the recomputation (0x07J) ------------------------ */
+
+static int vreject(char reason[64], char *detail, size_t n, const char *why, const char *fmt, ...)
+    __attribute__((format(printf, 5, 6)));
+static int vreject(char reason[64], char *detail, size_t n, const char *why, const char *fmt, ...) {
+  snprintf(reason, 64, "%s", why);
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(detail, n, fmt, ap);
+  va_end(ap);
+  return 1;
+}
+
+static int cand_index(const struct admission *a, const char *name) {
+  for (size_t i = 0; i < a->n; i++)
+    if (!strcmp(a->cand[i].backend->name, name)) return (int)i;
+  return -1;
+}
+
+/* The K factor refused a paged cache: the backend has no address program for it (0x07C). */
+static int rejects_paged_cache(const struct admission *a, int i) {
+  const struct admit_reasons *r = &a->cand[i].reasons;
+  if (!dk_layout_is_paged(a->key.cache_layout)) return 0;
+  for (size_t k = 0; k < r->n; k++)
+    if (r->factor[k] == 'K' && !strncmp(r->text[k], "cache_layout=", 13)) return 1;
+  return 0;
+}
+
+/* Out of domain by phase (0x07C: "a prefill-only CUDA kernel reported as a decode fallback"). */
+static const char *domain_reason_id(const struct admission *a, int i) {
+  return a->cand[i].backend->phases & (1u << a->key.phase) ? "wrong_platform_candidate" : "wrong_phase_fallback";
+}
+
+static int string_list(struct jr *r, const json_t *arr, const char *ptr, size_t *n) {
+  if (!json_is_array(arr)) return jr_fail(r, ptr, NULL, "must be an array (got %s)", jr_type_name(arr));
+  for (size_t i = 0; i < json_array_size(arr); i++)
+    if (!json_is_string(json_array_get(arr, i))) {
+      char p[DKB_PTR_MAX];
+      jr_ptr_idx(p, ptr, i);
+      return jr_fail(r, p, NULL, "must be a string");
+    }
+  *n = json_array_size(arr);
+  return 0;
+}
+
+/* 1 when every claimed string is a reason of `have`; *subset set when claimed lists fewer. */
+static int reasons_cover(const json_t *claimed, const struct admit_reasons *have, int *equal) {
+  size_t n = json_array_size(claimed);
+  for (size_t i = 0; i < n; i++) {
+    const char *s = json_string_value(json_array_get(claimed, i));
+    int hit = 0;
+    for (size_t k = 0; k < have->n && !hit; k++) hit = !strcmp(have->text[k], s);
+    if (!hit) return 0;
+  }
+  *equal = n == have->n;
+  return 1;
+}
+
+static int verify_key(struct jr *r, const json_t *ck, const char *ptr, const struct admission *a, char reason[64],
+                      char *detail, size_t dn) {
+  if (!json_is_object(ck)) return jr_fail(r, ptr, NULL, "must be an object (got %s)", jr_type_name(ck));
+  json_t *ours = dispatch_key_to_json(&a->key, DK_FULL);
+  int rc = 0;
+  for (int i = 0; KEY_REQUIRED[i] && !rc; i++) {
+    if (json_object_get(ck, KEY_REQUIRED[i])) continue;
+    rc = !strcmp(KEY_REQUIRED[i], "requires_deterministic")
+             ? vreject(reason, detail, dn, "determinism_missing_from_key",
+                       "the recorded key omits requires_deterministic: backends with different reduction orders "
+                       "would share one evidence row (0x07G)")
+             : vreject(reason, detail, dn, "key_mismatch", "the recorded key omits %s", KEY_REQUIRED[i]);
+  }
+  const char *name;
+  json_t *v;
+  json_object_foreach((json_t *)ck, name, v) {
+    if (rc) break;
+    json_t *o = json_object_get(ours, name);
+    if (!o) rc = vreject(reason, detail, dn, "key_mismatch", "the recorded key has an unknown field %s", name);
+    else if (!json_equal(o, v)) rc = vreject(reason, detail, dn, "key_mismatch", "the recorded key's %s differs", name);
+  }
+  json_decref(ours);
+  return rc;
+}
+
+static int verify_candidates(struct jr *r, const json_t *cl, const char *ptr, const struct admission *a,
+                             char reason[64], char *detail, size_t dn) {
+  if (!json_is_array(cl)) return jr_fail(r, ptr, NULL, "must be an array (got %s)", jr_type_name(cl));
+  unsigned char seen[DISPATCH_MAX_BACKENDS] = {0};
+  for (size_t i = 0; i < json_array_size(cl); i++) {
+    const json_t *c = json_array_get(cl, i);
+    char p[DKB_PTR_MAX];
+    jr_ptr_idx(p, ptr, i);
+    static const char *const req[] = {"backend", NULL};
+    static const char *const opt[] = {"priority", "in_domain", "domain_reasons", "eligible", "reasons", "failed_factors",
+                                      NULL};
+    const char *name = NULL;
+    int in_domain = -1, eligible = -1;
+    if (jr_keys(r, c, p, req, opt) || jr_str(r, c, p, "backend", 1, &name) ||
+        jr_bool(r, c, p, "in_domain", 0, &in_domain) || jr_bool(r, c, p, "eligible", 0, &eligible))
+      return -1;
+    int k = cand_index(a, name);
+    if (k < 0) return vreject(reason, detail, dn, "key_mismatch", "backend %s is not in registry %s", name, a->registry->name);
+    seen[k] = 1;
+    const struct admission_candidate *ours = &a->cand[k];
+    if (in_domain == 1 && !ours->in_domain)
+      return vreject(reason, detail, dn, domain_reason_id(a, k), "%s is recorded as a candidate but %s", name,
+                     ours->domain.text[0]);
+    if (eligible == 1 && !ours->eligible) {
+      if (rejects_paged_cache(a, k))
+        return vreject(reason, detail, dn, "paged_cache_without_address_contract",
+                       "%s is recorded as eligible for %s, but it has no paged-cache address program", name,
+                       DK_LAYOUT_NAMES[a->key.cache_layout]);
+      return vreject(reason, detail, dn, "eligibility_mismatch", "%s is recorded as eligible but %s", name,
+                     ours->in_domain ? ours->reasons.text[0] : ours->domain.text[0]);
+    }
+    const json_t *rs = json_object_get(c, "reasons");
+    size_t nr;
+    if (rs) {
+      char q[DKB_PTR_MAX];
+      jr_ptr_key(q, p, "reasons");
+      if (string_list(r, rs, q, &nr)) return -1;
+      int equal = 0;
+      if (!reasons_cover(rs, &ours->reasons, &equal))
+        return vreject(reason, detail, dn, "rejection_vector_mismatch", "%s's recorded reasons are not the ones its predicates give",
+                       name);
+      if (!equal)
+        return vreject(reason, detail, dn, "truncated_rejection_vector",
+                       "%s's recorded rejection vector keeps %zu of %zu reasons (missing e.g. '%s')", name, nr,
+                       ours->reasons.n, ours->reasons.text[nr < ours->reasons.n ? nr : 0]);
+    }
+  }
+  for (size_t k = 0; k < a->n; k++) {
+    if (seen[k] || !a->cand[k].in_domain) continue;
+    if (a->selected >= 0 && (int)k > a->selected)
+      return vreject(reason, detail, dn, "rejection_vector_stops_at_winner",
+                     "in-domain candidate %s ranks below the winner %s and is missing from the record",
+                     a->cand[k].backend->name, a->cand[a->selected].backend->name);
+    return vreject(reason, detail, dn, "candidate_missing", "in-domain candidate %s is missing from the record",
+                   a->cand[k].backend->name);
+  }
+  return 0;
+}
+
+int admission_verify(struct jr *r, const json_t *cl, const char *ptr, const struct admission *a, char reason[64],
+                     char *detail, size_t dn) {
+  static const char *const opt[] = {"schema", "registry", "key", "key_digest", "teaching_key_digest", "plan_key",
+                                    "plan_key_digest", "policy", "requested_backend", "malformed_reasons",
+                                    "candidate_order", "candidate_domain", "eligible", "candidates", "outcome",
+                                    "selected", "backend_fallback", "fallback_from", "error_reasons", "claim_ceiling",
+                                    NULL};
+  if (jr_keys(r, cl, ptr, NULL, opt)) return -1;
+  json_t *ours = admission_to_json(a, r->err);
+  if (!ours) return -1;
+  const char *s = NULL, *outcome = NULL, *selected = NULL;
+  int fallback = -1, rc = 0;
+  char p[DKB_PTR_MAX];
+  const json_t *sel = json_object_get(cl, "selected");
+  if (jr_str(r, cl, ptr, "claim_ceiling", 0, &s) || jr_str(r, cl, ptr, "outcome", 0, &outcome) ||
+      jr_bool(r, cl, ptr, "backend_fallback", 0, &fallback) ||
+      (sel && !json_is_null(sel) && jr_str(r, cl, ptr, "selected", 1, &selected))) {
+    rc = -1;
+    goto cleanup;
+  }
+  if (outcome) {
+    int known = 0;
+    for (int o = ADM_SELECTED; o <= ADM_MALFORMED_CALL; o++) known |= !strcmp(outcome, admission_outcome_name(o));
+    if (!known) { rc = jr_fail(r, ptr, "outcome", "unknown outcome '%s'", outcome); goto cleanup; }
+  }
+  if (s && strcmp(s, ADMISSION_CLAIM_CEILING)) {
+    rc = vreject(reason, detail, dn, "selection_is_not_execution",
+                 "an admission record proves selection only; '%s' needs a profiler trace with kernel symbols (0x07H)", s);
+    goto cleanup;
+  }
+  const json_t *ck = json_object_get(cl, "key");
+  jr_ptr_key(p, ptr, "key");
+  if (ck && (rc = verify_key(r, ck, p, a, reason, detail, dn))) goto cleanup;
+  static const char *const digests[] = {"key_digest", "teaching_key_digest", "plan_key_digest", NULL};
+  for (int i = 0; digests[i]; i++) {
+    const char *d = NULL;
+    if (jr_str(r, cl, ptr, digests[i], 0, &d)) { rc = -1; goto cleanup; }
+    const char *want = json_string_value(json_object_get(ours, digests[i]));
+    if (d && strcmp(d, want)) {
+      rc = vreject(reason, detail, dn, "key_digest_mismatch", "recorded %s %.12s... does not recompute (%.12s...)",
+                   digests[i], d, want);
+      goto cleanup;
+    }
+  }
+  if (a->outcome == ADM_MALFORMED_CALL) {
+    if (selected || (outcome && !strncmp(outcome, "selected", 8))) {
+      rc = vreject(reason, detail, dn, "malformed_call_admitted", "a malformed call (%s) was recorded as selecting %s",
+                   a->malformed.text[0], selected ? selected : "a backend");
+      goto cleanup;
+    }
+    const json_t *cands = json_object_get(cl, "candidates");
+    if ((outcome && strcmp(outcome, "malformed_call_error")) || (json_is_array(cands) && json_array_size(cands))) {
+      rc = vreject(reason, detail, dn, "malformed_call_reported_unsupported",
+                   "%s is a malformed call, not a capability gap: it must fail before the capability matrix",
+                   a->malformed.text[0]);
+      goto cleanup;
+    }
+  }
+  if (a->forced && ((selected && strcmp(selected, a->key.backend_request)) ||
+                    (outcome && !strcmp(outcome, "selected_after_backend_fallback")) || fallback == 1)) {
+    rc = vreject(reason, detail, dn, "forced_backend_fallback",
+                 "backend_request=%s must fail closed with its reasons (%s), never fall back to %s", a->key.backend_request,
+                 a->error.n ? a->error.text[0] : "none", selected ? selected : "another backend");
+    goto cleanup;
+  }
+  const json_t *cands = json_object_get(cl, "candidates");
+  jr_ptr_key(p, ptr, "candidates");
+  if (cands && (rc = verify_candidates(r, cands, p, a, reason, detail, dn))) goto cleanup;
+  static const char *const lists[] = {"fallback_from", "candidate_domain", "eligible", NULL};
+  for (int l = 0; lists[l]; l++) {
+    const json_t *arr = json_object_get(cl, lists[l]);
+    size_t n = 0;
+    jr_ptr_key(p, ptr, lists[l]);
+    if (!arr) continue;
+    if (string_list(r, arr, p, &n)) { rc = -1; goto cleanup; }
+    for (size_t i = 0; i < n; i++) {
+      const char *name = json_string_value(json_array_get(arr, i));
+      int k = cand_index(a, name);
+      if (k < 0) { rc = vreject(reason, detail, dn, "key_mismatch", "backend %s is not registered", name); goto cleanup; }
+      if (l < 2 && !a->cand[k].in_domain) {
+        rc = vreject(reason, detail, dn, domain_reason_id(a, k), "%s is listed in %s but %s", name, lists[l],
+                     a->cand[k].domain.text[0]);
+        goto cleanup;
+      }
+      if (l == 2 && !a->cand[k].eligible) {
+        rc = rejects_paged_cache(a, k)
+                 ? vreject(reason, detail, dn, "paged_cache_without_address_contract",
+                           "%s is listed as eligible for %s without a paged-cache address program", name,
+                           DK_LAYOUT_NAMES[a->key.cache_layout])
+                 : vreject(reason, detail, dn, "eligibility_mismatch", "%s is listed as eligible but rejected", name);
+        goto cleanup;
+      }
+    }
+  }
+  if (fallback == 1 && !admission_backend_fallback(a)) {
+    int k = -1;
+    for (int i = 0; i < (a->selected >= 0 ? a->selected : (int)a->n) && k < 0; i++)
+      if (!a->cand[i].in_domain) k = i;
+    rc = k >= 0 ? vreject(reason, detail, dn, domain_reason_id(a, k),
+                          "no in-domain candidate ranks above the winner; %s is outside the domain (%s), so no backend "
+                          "fallback occurred", a->cand[k].backend->name, a->cand[k].domain.text[0])
+                : vreject(reason, detail, dn, "fallback_mismatch", "the record claims a backend fallback that did not occur");
+    goto cleanup;
+  }
+  const char *our_sel = a->selected >= 0 ? a->cand[a->selected].backend->name : NULL;
+  if (sel && (selected ? !our_sel || strcmp(selected, our_sel) : our_sel != NULL)) {
+    int k = selected ? cand_index(a, selected) : -1;
+    if (k >= 0 && rejects_paged_cache(a, k))
+      rc = vreject(reason, detail, dn, "paged_cache_without_address_contract",
+                   "%s was recorded as selected for %s, but it has no paged-cache address program (%s)", selected,
+                   DK_LAYOUT_NAMES[a->key.cache_layout], a->cand[k].reasons.text[0]);
+    else if (k >= 0 && !a->cand[k].eligible)
+      rc = vreject(reason, detail, dn, "ineligible_backend_selected", "%s was recorded as selected but %s", selected,
+                   a->cand[k].in_domain ? a->cand[k].reasons.text[0] : a->cand[k].domain.text[0]);
+    else
+      rc = vreject(reason, detail, dn, "selection_mismatch", "recorded selection %s, recomputed %s",
+                   selected ? selected : "none", our_sel ? our_sel : "none");
+    goto cleanup;
+  }
+  if (fallback == 0 && admission_backend_fallback(a)) {
+    rc = vreject(reason, detail, dn, "fallback_mismatch", "the record hides the backend fallback from %s",
+                 a->cand[0].backend->name);
+    goto cleanup;
+  }
+  if (outcome && strcmp(outcome, admission_outcome_name(a->outcome))) {
+    rc = vreject(reason, detail, dn, "outcome_mismatch", "recorded outcome %s, recomputed %s", outcome,
+                 admission_outcome_name(a->outcome));
+    goto cleanup;
+  }
+  const json_t *er = json_object_get(cl, "error_reasons");
+  if (er) {
+    size_t n;
+    int equal = 0;
+    jr_ptr_key(p, ptr, "error_reasons");
+    if (string_list(r, er, p, &n)) { rc = -1; goto cleanup; }
+    if (!reasons_cover(er, &a->error, &equal))
+      rc = vreject(reason, detail, dn, "rejection_vector_mismatch", "recorded error reasons are not the recomputed ones");
+    else if (!equal)
+      rc = vreject(reason, detail, dn, "truncated_rejection_vector", "recorded error keeps %zu of %zu reasons", n,
+                   a->error.n);
+  }
+cleanup:
+  json_decref(ours);
+  return rc;
+}
+
+/* ---- plan key (0x07F) ------------------------------------------------------------------------ */
+
+void plan_key_project(const struct dispatch_key *k, struct plan_key *p) {
+  memset(p, 0, sizeof *p);
+  p->device_type = k->device_type;
+  p->device_index = k->device_index;
+  p->workspace_device_type = k->workspace_device_type;
+  p->workspace_device_index = k->workspace_device_index;
+  p->kv_layout = k->cache_layout;
+  p->page_size = k->page_size;
+  p->num_q_heads = k->num_q_heads;
+  p->num_kv_heads = k->num_kv_heads;
+  p->head_dim_qk = k->head_dim_qk;
+  p->head_dim_vo = k->head_dim_vo;
+  p->q_dtype = k->dtype;
+  p->kv_dtype = k->kv_dtype;
+  p->cuda_graph = k->cuda_graph;
+}
+
+json_t *plan_key_to_json(const struct plan_key *p) {
+  char dev[32], ws[32];
+  device_string(p->device_type, p->device_index, dev);
+  device_string(p->workspace_device_type, p->workspace_device_index, ws);
+  return json_pack("{s:b,s:s,s:I,s:I,s:s,s:s,s:I,s:I,s:o,s:s,s:s}", "cuda_graph", p->cuda_graph, "device", dev,
+                   "head_dim_qk", (json_int_t)p->head_dim_qk, "head_dim_vo", (json_int_t)p->head_dim_vo, "kv_dtype",
+                   dkb_dtype_name(p->kv_dtype), "kv_layout", DK_LAYOUT_NAMES[p->kv_layout], "num_kv_heads",
+                   (json_int_t)p->num_kv_heads, "num_q_heads", (json_int_t)p->num_q_heads, "page_size",
+                   opt_int(p->page_size), "q_dtype", dkb_dtype_name(p->q_dtype), "workspace_device", ws);
+}
+
+int plan_key_digest(const struct plan_key *p, char hex[65], struct dkb_err *err) {
+  return digest_of(plan_key_to_json(p), hex, err);
+}
+
+size_t plan_key_diff(const struct plan_key *planned, const struct plan_key *run, const char **changed, size_t max) {
+  static const char *const FIELDS[] = {"cuda_graph", "device", "head_dim_qk", "head_dim_vo", "kv_dtype", "kv_layout",
+                                       "num_kv_heads", "num_q_heads", "page_size", "q_dtype", "workspace_device"};
+  json_t *a = plan_key_to_json(planned), *b = plan_key_to_json(run);
+  size_t n = 0;
+  for (size_t f = 0; f < sizeof FIELDS / sizeof *FIELDS; f++) {
+    if (json_equal(json_object_get(a, FIELDS[f]), json_object_get(b, FIELDS[f]))) continue;
+    if (n < max) changed[n] = FIELDS[f];
+    n++;
+  }
+  json_decref(a);
+  json_decref(b);
+  return n;
+}
