@@ -15,6 +15,8 @@ int oracle_eval_schedule_flashinfer_plan(struct jr *, const json_t *, const char
 int oracle_eval_schedule_work(struct jr *, const json_t *, const char *, json_t **, struct oracle_reject *);
 int oracle_eval_schedule_shared_shift(struct jr *, const json_t *, const char *, json_t **, struct oracle_reject *);
 int oracle_eval_schedule_paper_axes(struct jr *, const json_t *, const char *, json_t **, struct oracle_reject *);
+int oracle_eval_bench_manifest(struct jr *, const json_t *, const char *, json_t **, struct oracle_reject *);
+int oracle_eval_bench_estimators(struct jr *, const json_t *, const char *, json_t **, struct oracle_reject *);
 
 const struct oracle_kind oracle_kinds[] = {
     {"split_state", "0x02", oracle_eval_split_state},
@@ -29,5 +31,7 @@ const struct oracle_kind oracle_kinds[] = {
     {"schedule_work", "0x09B, 0x09D, 0x09E, 0x09G, 0x09I", oracle_eval_schedule_work},
     {"schedule_shared_shift", "0x09C, 0x09I", oracle_eval_schedule_shared_shift},
     {"schedule_paper_axes", "0x09A, 0x09F, 0x09I", oracle_eval_schedule_paper_axes},
+    {"bench_manifest", "0x0CD-0x0CI", oracle_eval_bench_manifest},
+    {"bench_estimators", "0x0CB-0x0CC", oracle_eval_bench_estimators},
     {NULL, NULL, NULL},
 };

@@ -509,8 +509,20 @@ static int verify_key(struct jr *r, const json_t *ck, const char *ptr, const str
   return rc;
 }
 
+/* Every member the claim holds must equal the recomputed one; the named checks ran first. */
+static int same_members(const json_t *claimed, const json_t *ours, const char *what, char reason[64], char *detail,
+                        size_t dn) {
+  const char *m;
+  json_t *v;
+  json_object_foreach((json_t *)claimed, m, v) {
+    if (!json_equal(v, json_object_get(ours, m)))
+      return vreject(reason, detail, dn, "record_mismatch", "%s%s does not match the recomputation", what, m);
+  }
+  return 0;
+}
+
 static int verify_candidates(struct jr *r, const json_t *cl, const char *ptr, const struct admission *a,
-                             char reason[64], char *detail, size_t dn) {
+                             const json_t *ours_json, char reason[64], char *detail, size_t dn) {
   if (!json_is_array(cl)) return jr_fail(r, ptr, NULL, "must be an array (got %s)", jr_type_name(cl));
   unsigned char seen[DISPATCH_MAX_BACKENDS] = {0};
   for (size_t i = 0; i < json_array_size(cl); i++) {
@@ -555,6 +567,10 @@ static int verify_candidates(struct jr *r, const json_t *cl, const char *ptr, co
                        "%s's recorded rejection vector keeps %zu of %zu reasons (missing e.g. '%s')", name, nr,
                        ours->reasons.n, ours->reasons.text[nr < ours->reasons.n ? nr : 0]);
     }
+    char what[96];
+    snprintf(what, sizeof what, "candidate %s: ", name);
+    if (same_members(c, json_array_get(json_object_get(ours_json, "candidates"), (size_t)k), what, reason, detail, dn))
+      return 1;
   }
   for (size_t k = 0; k < a->n; k++) {
     if (seen[k] || !a->cand[k].in_domain) continue;
@@ -635,7 +651,7 @@ int admission_verify(struct jr *r, const json_t *cl, const char *ptr, const stru
   }
   const json_t *cands = json_object_get(cl, "candidates");
   jr_ptr_key(p, ptr, "candidates");
-  if (cands && (rc = verify_candidates(r, cands, p, a, reason, detail, dn))) goto cleanup;
+  if (cands && (rc = verify_candidates(r, cands, p, a, ours, reason, detail, dn))) goto cleanup;
   static const char *const lists[] = {"fallback_from", "candidate_domain", "eligible", NULL};
   for (int l = 0; lists[l]; l++) {
     const json_t *arr = json_object_get(cl, lists[l]);
@@ -708,7 +724,14 @@ int admission_verify(struct jr *r, const json_t *cl, const char *ptr, const stru
     else if (!equal)
       rc = vreject(reason, detail, dn, "truncated_rejection_vector", "recorded error keeps %zu of %zu reasons", n,
                    a->error.n);
+    if (rc) goto cleanup;
   }
+  /* whatever else the record holds (schema, registry, policy, candidate_order, plan_key, ...) */
+  json_t *rest = json_deep_copy(cl);
+  json_object_del(rest, "candidates");
+  json_object_del(rest, "key");
+  rc = same_members(rest, ours, "", reason, detail, dn);
+  json_decref(rest);
 cleanup:
   json_decref(ours);
   return rc;

@@ -171,6 +171,8 @@ struct admission_candidate {
   struct admit_reasons reasons;  /* complete rejection vector, factor order (in-domain candidates only) */
 };
 
+/* About 180 KB (every candidate keeps two reason vectors): keep it static or on the heap in deep or
+ * threaded call stacks. */
 struct admission {
   const struct dispatch_registry *registry;
   struct dispatch_key key;
@@ -202,13 +204,15 @@ int admission_backend_fallback(const struct admission *a);
 json_t *admission_to_json(const struct admission *a, struct dkb_err *err);
 
 /* Checks a recorded (claimed) admission record - possibly partial: only the members present are
- * checked - against the recomputation `a`. Returns 0 when consistent, or 1 with a snake_case reason
- * naming the 0x07J failure: forced_backend_fallback, truncated_rejection_vector,
- * rejection_vector_stops_at_winner, wrong_phase_fallback, wrong_platform_candidate,
- * paged_cache_without_address_contract, malformed_call_reported_unsupported, malformed_call_admitted,
- * determinism_missing_from_key, key_mismatch, key_digest_mismatch, selection_mismatch,
- * outcome_mismatch, ineligible_backend_selected, selection_is_not_execution. -1 on a claimed record
- * that is not well formed (r->err). */
+ * checked - against the recomputation `a` (the level-4 check: digests recompute, the selection is
+ * eligible, a forced request never falls back). Returns 0 when consistent, or 1 with a snake_case
+ * reason, the named 0x07J failures first: selection_is_not_execution, determinism_missing_from_key,
+ * key_mismatch, key_digest_mismatch, malformed_call_admitted, malformed_call_reported_unsupported,
+ * forced_backend_fallback, wrong_phase_fallback, wrong_platform_candidate,
+ * paged_cache_without_address_contract, truncated_rejection_vector, rejection_vector_stops_at_winner,
+ * candidate_missing, rejection_vector_mismatch, eligibility_mismatch, fallback_mismatch,
+ * ineligible_backend_selected, selection_mismatch, outcome_mismatch; then record_mismatch for any other
+ * member that differs. -1 when the claim is not well formed (r->err). */
 int admission_verify(struct jr *r, const json_t *claimed, const char *ptr, const struct admission *a,
                      char reason[64], char *detail, size_t detail_n);
 

@@ -327,10 +327,48 @@ static void recorded_admission_is_verified(void **s) {
   assert_string_equal(reason, "paged_cache_without_address_contract");
   assert_int_equal(verify(&a, "{\"backend_fallback\": false}", reason), 1);
   assert_string_equal(reason, "fallback_mismatch");
+  assert_int_equal(verify(&a, "{\"candidate_order\": [\"paged_reference\"]}", reason), 1);
+  assert_string_equal(reason, "record_mismatch");
+  assert_int_equal(verify(&a, "{\"candidates\": [{\"backend\": \"math_reference\", \"priority\": 1}]}", reason), 1);
+  assert_string_equal(reason, "record_mismatch");
   snprintf(k.backend_request, sizeof k.backend_request, "decode_paged_fast");
   dispatch_admit(&dispatch_teaching_registry, &k, &a);
   assert_int_equal(verify(&a, "{\"selected\": \"paged_reference\"}", reason), 1);
   assert_string_equal(reason, "forced_backend_fallback");
+}
+
+/* A dispatch fixture whose key is not even a key is a document error with its JSON Pointer (exit 3);
+ * a key that is a malformed call is not (it becomes a malformed_call_error report). */
+static void malformed_dispatch_fixtures_name_the_pointer(void **s) {
+  (void)s;
+  static const char KEY[] =
+      "{\"phase\": \"decode\", \"device_type\": \"cuda\", \"compute_capability\": 90, \"dtype\": \"fp16\", "
+      "\"kv_dtype\": \"fp16\", \"q_len\": 1, \"kv_len\": 4096, \"num_q_heads\": 32, \"num_kv_heads\": 8, "
+      "\"head_dim_qk\": 128, \"head_dim_vo\": 128, \"cache_layout\": \"paged_nhd\", \"page_size\": 16, "
+      "\"mask_kind\": \"causal\", \"dropout_p\": 0.0, \"training\": false, \"requires_deterministic\": true, "
+      "\"cuda_graph\": true, \"last_dim_contiguous\": true, \"backend_request\": \"auto\"}";
+  static const struct { const char *name, *input, *want; } cases[] = {
+      {"change.json", "{\"plan\": %s, \"runs\": [{\"name\": \"x\", \"change\": {\"head_dim\": 3}}]}",
+       "dkb: error: %s: /input/runs/0/change/head_dim: unknown key\n"},
+      {"enum.json", "{\"plan\": %s, \"runs\": [{\"name\": \"x\", \"change\": {\"cache_layout\": \"paged\"}}]}",
+       "dkb: error: %s: /input/runs/0/change/cache_layout: must be one of: contiguous_nhd, contiguous_hnd, ragged, "
+       "paged_nhd, paged_hnd (got 'paged')\n"},
+      {"device.json", "{\"plan\": %s, \"runs\": [{\"name\": \"x\", \"change\": {\"workspace_device\": \"gpu1\"}}]}",
+       "dkb: error: %s: /input/runs/0/change/workspace_device: must be 'cpu' or 'cuda:N' (got 'gpu1')\n"},
+  };
+  for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+    char input[4096], doc[4600], want[512];
+    snprintf(input, sizeof input, cases[i].input, KEY);
+    snprintf(doc, sizeof doc, "{\"schema\": \"dkb.contract/v1\", \"contract\": \"dispatch_plan\", \"name\": \"n\", "
+             "\"input\": %s, \"expect\": []}", input);
+    const char *path = tmp_file(cases[i].name, doc);
+    struct run_result r;
+    run_sh(&r, "build/dkb oracle %s", path);
+    assert_int_equal(r.rc, 3);
+    snprintf(want, sizeof want, cases[i].want, path);
+    assert_string_equal(r.err, want);
+    run_result_release(&r);
+  }
 }
 
 DKB_TEST_GROUP(registry, cmocka_unit_test(base_call_digests_match_article),
@@ -339,4 +377,5 @@ DKB_TEST_GROUP(registry, cmocka_unit_test(base_call_digests_match_article),
                cmocka_unit_test(malformed_calls_are_errors_not_unsupported),
                cmocka_unit_test(forced_backend_never_falls_back), cmocka_unit_test(plan_lifecycle_reuses_or_replans),
                cmocka_unit_test(separate_registry_uses_same_stages),
-               cmocka_unit_test(admission_record_is_schema_valid), cmocka_unit_test(recorded_admission_is_verified))
+               cmocka_unit_test(admission_record_is_schema_valid), cmocka_unit_test(recorded_admission_is_verified),
+               cmocka_unit_test(malformed_dispatch_fixtures_name_the_pointer))
