@@ -19,7 +19,9 @@
 struct collect {
   struct dkb_loaded_object *v;
   size_t n, cap;
-  int failed; /* allocation failure inside the callback */
+  int failed;            /* allocation failure inside the callback */
+  char unresolved[4096]; /* first mapped file whose path no longer resolves, "" if none */
+  int unresolved_errno;
 };
 
 static void collect_add(struct collect *c, const char *path, int is_main) {
@@ -44,8 +46,15 @@ static int on_object(struct dl_phdr_info *info, size_t size, void *data) {
   char real[PATH_MAX];
   const char *name = info->dlpi_name;
   int is_main = !name || !name[0];
-  /* The main program has an empty name; objects without a file (vDSO) fail realpath. */
-  if (realpath(is_main ? "/proc/self/exe" : name, real)) collect_add(data, real, is_main);
+  struct collect *c = data;
+  /* The main program has an empty name. A name without a slash is the kernel's vDSO, which has no
+   * file; any other name that no longer resolves (a library deleted or replaced after mapping)
+   * cannot be hashed, and the map must say so rather than leave it out. */
+  if (realpath(is_main ? "/proc/self/exe" : name, real)) collect_add(c, real, is_main);
+  else if (strchr(name, '/') && !c->unresolved[0]) {
+    c->unresolved_errno = errno;
+    snprintf(c->unresolved, sizeof c->unresolved, "%s", name);
+  }
   return 0;
 }
 
@@ -108,6 +117,10 @@ int dkb_loadmap_capture(struct dkb_loadmap *m, struct dkb_err *err) {
   m->v = c.v;
   m->n = c.n;
   if (c.failed) { dkb_err_set(err, DKB_INTERNAL, NULL, NULL, "out of memory listing mapped objects"); goto cleanup; }
+  if (c.unresolved[0]) {
+    dkb_err_set(err, DKB_ENV, c.unresolved, NULL, "mapped object has no file to hash: %s", strerror(c.unresolved_errno));
+    goto cleanup;
+  }
   qsort(m->v, m->n, sizeof *m->v, cmp_path);
 
   double t0 = now_s();

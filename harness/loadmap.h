@@ -26,9 +26,9 @@ struct dkb_loadmap {
   long long hashed_bytes;       /* sum of sizes */
 };
 
-/* Lists every object dl_iterate_phdr reports (objects without a file, such as the vDSO, are skipped)
- * and hashes each one, in parallel over files. -1 with err (DKB_ENV, path named) when an object
- * cannot be read: every listed object must carry a hash. */
+/* Lists every object dl_iterate_phdr reports (the vDSO, which has no file, is skipped) and hashes each
+ * one, in parallel over files. -1 with err (DKB_ENV, path named) when a mapped object's file is gone or
+ * cannot be read: every mapped object must carry a hash. */
 int dkb_loadmap_capture(struct dkb_loadmap *m, struct dkb_err *err);
 void dkb_loadmap_release(struct dkb_loadmap *m);
 /* Role of an object from its basename: "cudart", "cupti", "cuda" (libcuda), "nvperf", "nvml",

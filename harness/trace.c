@@ -204,8 +204,11 @@ cleanup:
       (void)cudaDeviceSynchronize();
       (void)cudaGetLastError();
     }
-    while (enabled > 0) cuptiActivityDisable(KINDS[--enabled]);
+    /* flush what the kinds produced, stop them (the timed pass runs untraced), flush the rest */
     CUptiResult fr = cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
+    while (enabled > 0) cuptiActivityDisable(KINDS[--enabled]);
+    CUptiResult fr2 = cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
+    if (fr == CUPTI_SUCCESS) fr = fr2;
     pthread_mutex_lock(&g.mu);
     g.t = NULL;
     pthread_mutex_unlock(&g.mu);

@@ -5,6 +5,7 @@
  * timing and counters and skip with the visible reason where there is no GPU. */
 #include "util.h"
 
+#include <dlfcn.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -240,6 +241,30 @@ static void loadmap_names_cuda_libraries_by_role_with_real_paths(void **s) {
     sum += m.v[i].size;
   }
   assert_true(sum == m.hashed_bytes);
+  dkb_loadmap_release(&m);
+}
+
+/* A library deleted after it was mapped cannot be hashed: the capture fails naming it. */
+static void loadmap_fails_on_a_mapped_object_whose_file_is_gone(void **s) {
+  (void)s;
+  char lib[512];
+  struct run_result r;
+  snprintf(lib, sizeof lib, "%s/deleted-lib.so", tmp_dir());
+  run_sh(&r, "cp build/tests/fake-nvml/libnvidia-ml.so.1 %s", lib);
+  assert_int_equal(r.rc, 0);
+  run_result_release(&r);
+  void *h = dlopen(lib, RTLD_NOW | RTLD_LOCAL);
+  assert_non_null(h);
+  assert_int_equal(unlink(lib), 0);
+  struct dkb_loadmap m;
+  struct dkb_err err;
+  assert_int_equal(dkb_loadmap_capture(&m, &err), -1);
+  assert_string_equal(err.file, lib);
+  assert_string_equal(err.msg, "mapped object has no file to hash: No such file or directory");
+  assert_int_equal(err.code, DKB_ENV);
+  assert_int_equal(m.n, 0);
+  dlclose(h);
+  if (dkb_loadmap_capture(&m, &err)) fail_msg("after dlclose: %s", err.msg);
   dkb_loadmap_release(&m);
 }
 
@@ -867,6 +892,7 @@ DKB_TEST_GROUP(capture, cmocka_unit_test(check_macro_records_call_text_location_
                cmocka_unit_test(device_version_text_splits_major_minor),
                cmocka_unit_test(loadmap_hashes_own_executable_like_sha256sum),
                cmocka_unit_test(loadmap_names_cuda_libraries_by_role_with_real_paths),
+               cmocka_unit_test(loadmap_fails_on_a_mapped_object_whose_file_is_gone),
                cmocka_unit_test(loadmap_role_comes_from_the_basename),
                cmocka_unit_test(loadmap_artifact_is_canonical_schema_valid_and_named_by_its_hash),
                cmocka_unit_test(trace_capture_without_driver_degrades_and_routes_nvtx),
