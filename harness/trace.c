@@ -23,7 +23,6 @@ enum { BUFFER_BYTES = 4 << 20, MAX_EXTERNAL_ID_BITS = 53 };
 static struct {
   pthread_mutex_t mu;
   struct dkb_trace *t; /* where records go while a capture runs; NULL: dropped */
-  size_t capk, capm, capa, capx;
   int callbacks_registered;
 } g = {.mu = PTHREAD_MUTEX_INITIALIZER};
 
@@ -61,11 +60,12 @@ int dkb_trace_route_nvtx(struct dkb_err *err) {
   return 0;
 }
 
-static void on_record(struct dkb_trace *t, const CUpti_Activity *r) {
+void dkb_trace_take_record(struct dkb_trace *t, const void *record) {
+  const CUpti_Activity *r = record;
   switch (r->kind) {
   case CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL: {
     const CUpti_ActivityKernel10 *k = (const CUpti_ActivityKernel10 *)r;
-    t->kernels = grow(t->kernels, t->nkernels, &g.capk, sizeof *t->kernels);
+    t->kernels = grow(t->kernels, t->nkernels, &t->cap_[0], sizeof *t->kernels);
     struct dkb_trace_kernel *o = &t->kernels[t->nkernels++];
     memset(o, 0, sizeof *o);
     o->name = dup_or_null(k->name ? k->name : "?");
@@ -84,14 +84,17 @@ static void on_record(struct dkb_trace *t, const CUpti_Activity *r) {
   case CUPTI_ACTIVITY_KIND_MARKER: {
     const CUpti_ActivityMarker2 *m = (const CUpti_ActivityMarker2 *)r;
     if (m->flags & CUPTI_ACTIVITY_FLAG_MARKER_END) {
-      for (size_t i = t->nmarkers; i-- > 0;)
-        if (t->markers[i].id == m->id && !t->markers[i].end_ns) {
-          t->markers[i].end_ns = m->timestamp;
-          return;
-        }
+      /* END carries the START's id; failing that, a pop closes the innermost open push */
+      struct dkb_trace_marker *open = NULL;
+      for (size_t i = t->nmarkers; i-- > 0 && !(open && open->id == m->id);)
+        if (!t->markers[i].end_ns && (t->markers[i].id == m->id || !open)) open = &t->markers[i];
+      if (open) {
+        open->end_ns = m->timestamp;
+        return;
+      }
     }
     if (!(m->flags & (CUPTI_ACTIVITY_FLAG_MARKER_START | CUPTI_ACTIVITY_FLAG_MARKER_END))) return; /* instant */
-    t->markers = grow(t->markers, t->nmarkers, &g.capm, sizeof *t->markers);
+    t->markers = grow(t->markers, t->nmarkers, &t->cap_[1], sizeof *t->markers);
     struct dkb_trace_marker *o = &t->markers[t->nmarkers++];
     memset(o, 0, sizeof *o);
     o->id = m->id;
@@ -105,13 +108,13 @@ static void on_record(struct dkb_trace *t, const CUpti_Activity *r) {
   }
   case CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION: {
     const CUpti_ActivityExternalCorrelation *x = (const CUpti_ActivityExternalCorrelation *)r;
-    t->extcorr = grow(t->extcorr, t->nextcorr, &g.capx, sizeof *t->extcorr);
+    t->extcorr = grow(t->extcorr, t->nextcorr, &t->cap_[2], sizeof *t->extcorr);
     t->extcorr[t->nextcorr++] = (struct dkb_trace_extcorr){(uint32_t)x->externalKind, x->externalId, x->correlationId};
     break;
   }
   case CUPTI_ACTIVITY_KIND_RUNTIME: {
     const CUpti_ActivityAPI *a = (const CUpti_ActivityAPI *)r;
-    t->apis = grow(t->apis, t->napis, &g.capa, sizeof *t->apis);
+    t->apis = grow(t->apis, t->napis, &t->cap_[3], sizeof *t->apis);
     struct dkb_trace_api *o = &t->apis[t->napis++];
     o->cbid = a->cbid;
     o->name = NULL;
@@ -139,7 +142,7 @@ static void CUPTIAPI buffer_completed(CUcontext ctx, uint32_t stream, uint8_t *b
   pthread_mutex_lock(&g.mu);
   CUpti_Activity *r = NULL;
   while (cuptiActivityGetNextRecord(buf, valid, &r) == CUPTI_SUCCESS)
-    if (g.t) on_record(g.t, r);
+    if (g.t) dkb_trace_take_record(g.t, r);
   size_t dropped = 0;
   if (g.t && cuptiActivityGetNumDroppedRecords(ctx, stream, &dropped) == CUPTI_SUCCESS) g.t->dropped += dropped;
   pthread_mutex_unlock(&g.mu);
@@ -172,7 +175,6 @@ int dkb_trace_capture(int device, const char *range_name, uint64_t external_id, 
 
   pthread_mutex_lock(&g.mu);
   g.t = out;
-  g.capk = g.capm = g.capa = g.capx = 0;
   pthread_mutex_unlock(&g.mu);
   collecting = 1;
   if (!g.callbacks_registered) {

@@ -73,6 +73,7 @@ struct dkb_trace {
   /* filled by dkb_trace_finalize */
   const struct dkb_trace_marker *range; /* the marker named range_name, NULL when absent */
   struct dkb_trace_symbol *symbols; size_t nsymbols; /* in order of first launch */
+  size_t cap_[4];                  /* internal: allocated lengths of the record arrays */
 };
 
 /* Sets NVTX_INJECTION64_PATH to the libcupti this process loaded (found with dladdr on a CUPTI
@@ -89,6 +90,10 @@ int dkb_trace_route_nvtx(struct dkb_err *err);
 int dkb_trace_capture(int device, const char *range_name, uint64_t external_id, dkb_launch_fn launch, void *arg,
                       void *stream, struct dkb_trace *out, struct dkb_err *err);
 
+/* Copies one CUPTI activity record (a CUpti_Activity*) into t: kernels, markers (an END closes its
+ * START), external correlations and runtime API records; other kinds are ignored. The buffer callback
+ * calls it; tests feed it records built by hand. */
+void dkb_trace_take_record(struct dkb_trace *t, const void *record);
 /* Joins the raw records in t: demangles names, attaches external ids through the EXTERNAL_CORRELATION
  * records, pairs marker START/END, marks kernels whose launching API call started inside the range,
  * and builds the per-symbol summary. Separate from the capture so it can be tested on records made up

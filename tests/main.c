@@ -21,6 +21,8 @@ int main(void) {
     total += n;                                                    \
   }
   GROUPS(COLLECT)
+  /* DKB_TEST_FILTER='gpu_*' runs only the matching tests (e.g. on the GPU machine). */
+  if (getenv("DKB_TEST_FILTER")) cmocka_set_test_filter(getenv("DKB_TEST_FILTER"));
   int failed = _cmocka_run_group_tests("dkb", all, total, NULL, NULL);
   free(all);
   return failed ? 1 : 0;
