@@ -214,7 +214,8 @@ cleanup:
     pthread_mutex_lock(&g.mu);
     g.t = NULL;
     pthread_mutex_unlock(&g.mu);
-    if (!rc && fr != CUPTI_SUCCESS) rc = dkb_gpucheck_cupti(err, fr, "cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED)", __FILE__, __LINE__);
+    if (!rc && fr != CUPTI_SUCCESS)
+      rc = dkb_gpucheck_cupti(err, fr, "cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED)", __FILE__, __LINE__);
     dkb_trace_finalize(out);
   }
   return rc;
