@@ -26,6 +26,16 @@ LIB_O   := $(LIB_C:%.c=$(BUILD)/%.o) $(CU:%.cu=$(BUILD)/%.cu.o)
 CMD_O   := $(CMD_C:%.c=$(BUILD)/%.o)
 TEST_O  := $(TEST_C:%.c=$(BUILD)/%.o)
 
+# --- build-time evidence (levels 1-3): build report and source manifest, generated as C sources by
+# tools/gen_provenance.py on every build and rewritten only when their text changes. CHAIN_SPEC lists
+# the call chain's files and symbols; a missing file or symbol fails the build.
+CHAIN_SPEC ?= tools/chain.json
+GEN_C   := $(BUILD)/gen/build_report.c $(BUILD)/gen/source_manifest.c
+LIB_O   += $(GEN_C:.c=.o)
+# counters.c includes cupti_profiler_host.h, which includes C++'s <string>: tools/cupti_c_shim has an
+# empty file of that name so the header compiles as C.
+$(BUILD)/harness/counters.o: CFLAGS += -Itools/cupti_c_shim
+
 .PHONY: all deps test run clean
 all: $(BUILD)/dkb
 
@@ -36,6 +46,22 @@ $(BUILD)/gen/version.h: FORCE
 	@mkdir -p $(@D)
 	@tools/gen-version.sh > $@.tmp && (cmp -s $@.tmp $@ || mv $@.tmp $@); rm -f $@.tmp
 FORCE:
+
+$(BUILD)/gen/build_report.c: FORCE
+	@mkdir -p $(@D)
+	@/usr/bin/python3 tools/gen_provenance.py build-report --out $@ --cc='$(CC)' --nvcc='$(NVCC)' \
+	  --cflags='$(CFLAGS)' --nvflags='$(NVFLAGS)' --gencode='$(GENCODE)' --ldlibs='$(LDLIBS)'
+$(BUILD)/gen/source_manifest.c: FORCE
+	@mkdir -p $(@D)
+	@/usr/bin/python3 tools/gen_provenance.py source-manifest --spec $(CHAIN_SPEC) --out $@
+$(BUILD)/gen/%.o: $(BUILD)/gen/%.c
+	$(CC) $(CFLAGS) -c $< -o $@
+# A fake libnvidia-ml.so.1 so tests can drive harness/nvml.c on machines without a driver.
+$(BUILD)/tests/fake-nvml/libnvidia-ml.so.1: tests/data/fake_nvml.c
+	@mkdir -p $(@D)
+	$(CC) -std=c11 -Wall -Wextra -O2 -shared -fPIC -o $@ $<
+$(BUILD)/dkb_tests: $(BUILD)/tests/fake-nvml/libnvidia-ml.so.1
+# --- end of build-time evidence
 
 $(BUILD)/%.o: %.c | $(BUILD)/gen/version.h
 	@mkdir -p $(@D)

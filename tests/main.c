@@ -5,7 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define GROUPS(X) X(cjson) X(cli) X(split_state) X(ledger) X(phase) X(registry) X(schedule) X(bench_claims)
+#define GROUPS(X) X(cjson) X(cli) X(split_state) X(ledger) X(phase) X(registry) X(schedule) X(bench_claims) X(capture) X(provenance)
 
 #define DECLARE(name) const struct CMUnitTest *tests_##name(size_t *n);
 GROUPS(DECLARE)
@@ -21,6 +21,8 @@ int main(void) {
     total += n;                                                    \
   }
   GROUPS(COLLECT)
+  /* DKB_TEST_FILTER='gpu_*' runs only the matching tests (e.g. on the GPU machine). */
+  if (getenv("DKB_TEST_FILTER")) cmocka_set_test_filter(getenv("DKB_TEST_FILTER"));
   int failed = _cmocka_run_group_tests("dkb", all, total, NULL, NULL);
   free(all);
   return failed ? 1 : 0;

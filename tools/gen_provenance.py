@@ -1,0 +1,425 @@
+#!/usr/bin/python3
+"""Generates dkb's build-time evidence as C sources (run by the Makefile on every build; a file is
+rewritten only when its text changes, so nothing recompiles needlessly).
+
+  gen_provenance.py build-report --out F.c --cc=CC --nvcc=NVCC --cflags=.. --nvflags=.. --gencode=.. --ldlibs=..
+      dkb.build-report/v1: compilers and versions, flags, gencode list, commit, dirty flag, build host
+      (article 0x0BD: the build configuration is its own content-addressed artifact).
+  gen_provenance.py source-manifest --spec tools/chain.json --out F.c [--json F.json]
+      dkb.source-manifest/v1: path + SHA-256 of each source file the chain spec lists, the line span
+      of each chain symbol, the commit and dirty flag, and the call-chain graph (levels 1 and 2,
+      article 0x0AH). A missing file or symbol fails the build.
+
+Each C file defines one `const char NAME[]` holding the document's canonical JSON (keys sorted, no
+spaces: the bytes dkb hashes). Errors: "gen_provenance: error: FILE: /json/pointer: reason", exit 1."""
+import argparse
+import hashlib
+import json
+import os
+import re
+import shlex
+import shutil
+import socket
+import subprocess
+import sys
+
+ZERO_COMMIT = "0" * 40
+
+
+class GenError(Exception):
+    pass
+
+
+def canonical(doc):
+    return json.dumps(doc, sort_keys=True, separators=(",", ":"))
+
+
+def git(*args):
+    """stdout of a git command run in the current folder, or None when git or the repo is absent."""
+    try:
+        r = subprocess.run(["git", *args], capture_output=True, text=True, check=False)
+    except OSError:
+        return None
+    return r.stdout if r.returncode == 0 else None
+
+
+def repo_state(paths=()):
+    """(commit, dirty, {path: matches_commit}). Dirty when a tracked file differs from HEAD or a
+    listed file is not the blob committed at HEAD (e.g. untracked): the commit then does not pin
+    the bytes that were compiled. Without git: zero commit, dirty."""
+    head = git("rev-parse", "--verify", "-q", "HEAD")
+    if head is None:
+        return ZERO_COMMIT, True, {p: False for p in paths}
+    commit = head.strip()
+    dirty = bool((git("status", "--porcelain", "--untracked-files=no") or "").strip())
+    matches = {}
+    if paths:
+        committed = {}
+        for line in (git("ls-tree", "HEAD", "--", *paths) or "").splitlines():
+            meta, path = line.split("\t", 1)
+            committed[path] = meta.split()[2]
+        worktree = (git("hash-object", "--", *paths) or "").split()
+        for p, blob in zip(paths, worktree):
+            matches[p] = committed.get(p) == blob
+        dirty = dirty or not all(matches.get(p, False) for p in paths)
+    return commit, dirty, matches
+
+
+# --- source scanner ---------------------------------------------------------------------------
+
+
+def raw_prefix(text, i):
+    """True when the quote at text[i] opens a C++ raw string (R"x(...)x", u8R"(...)", ...)."""
+    k = i
+    while k > 0 and (text[k - 1].isalnum() or text[k - 1] == "_"):
+        k -= 1
+    return text[k:i] in ("R", "u8R", "uR", "UR", "LR")
+
+
+def blank_noncode(text):
+    """Same length as text, newlines kept, with comments, the insides of string and character
+    literals, and preprocessor lines turned into spaces: braces and names left are code."""
+    out = list(text)
+    n, i = len(text), 0
+    line_start = True
+
+    def blank(a, b):
+        for k in range(a, b):
+            if out[k] != "\n":
+                out[k] = " "
+
+    while i < n:
+        c = text[i]
+        if c == "\n":
+            line_start = True
+            i += 1
+            continue
+        if line_start and c == "#":
+            j = i
+            while j < n and not (text[j] == "\n" and text[j - 1] != "\\"):
+                j += 1
+            blank(i, j)
+            i = j
+            continue
+        if c in " \t\r\f\v":
+            i += 1
+            continue
+        line_start = False
+        if text.startswith("//", i):
+            j = text.find("\n", i)
+            j = n if j < 0 else j
+            blank(i, j)
+            i = j
+        elif text.startswith("/*", i):
+            j = text.find("*/", i + 2)
+            j = n if j < 0 else j + 2
+            blank(i, j)
+            i = j
+        elif c == '"' and raw_prefix(text, i):
+            m = re.compile(r'"([^()\\\s]{0,16})\(').match(text, i)
+            if not m:
+                i += 1
+                continue
+            end = text.find(")" + m.group(1) + '"', m.end())
+            end = n if end < 0 else end + len(m.group(1)) + 2
+            blank(i + 1, end - 1)
+            i = end
+        elif c in "\"'":
+            if c == "'" and i > 0 and (text[i - 1].isalnum() or text[i - 1] == "_"):
+                # digit separator (1'000) when the token started with a digit; else a prefix (u8'a')
+                k = i
+                while k > 0 and (text[k - 1].isalnum() or text[k - 1] in "_'"):
+                    k -= 1
+                if text[k].isdigit():
+                    i += 1
+                    continue
+            j = i + 1
+            while j < n and text[j] != c and text[j] != "\n":
+                j += 2 if text[j] == "\\" else 1
+            blank(i + 1, min(j, n))
+            i = j + 1 if j < n and text[j] == c else j  # an unterminated literal ends at its line
+        else:
+            i += 1
+    return "".join(out)
+
+
+SCOPE_OPENER = re.compile(r'(?:\bextern\s*"\s*"|\bnamespace(?:\s+[\w:]+)?|\bnamespace\s+\w+\s*=)\s*$')
+TRAILER = re.compile(r"\s*(?:const\b|volatile\b|noexcept\b|override\b|final\b|throw\b|__attribute__\b|&&|&)")
+
+
+def brace_map(code):
+    """(match, kinds): match[i] = offset of the brace closing/opening the one at i; kinds[i] = 'scope'
+    for extern "C" / namespace blocks, 'body' for every other brace (functions, types, initializers)."""
+    match, kinds, stack = {}, {}, []
+    for i, c in enumerate(code):
+        if c == "{":
+            kinds[i] = "scope" if SCOPE_OPENER.search(code, max(0, i - 200), i) else "body"
+            stack.append(i)
+        elif c == "}" and stack:
+            j = stack.pop()
+            match[i], match[j] = j, i
+    return match, kinds
+
+
+def skip_balanced(code, i, open_c, close_c):
+    """code[i] == open_c; returns the offset after its matching close_c, or -1."""
+    depth = 0
+    for k in range(i, len(code)):
+        if code[k] == open_c:
+            depth += 1
+        elif code[k] == close_c:
+            depth -= 1
+            if depth == 0:
+                return k + 1
+    return -1
+
+
+def body_depth(kinds, match, pos):
+    """Number of 'body' braces open at pos."""
+    return sum(1 for i, k in kinds.items() if k == "body" and i < pos and match.get(i, float("inf")) > pos)
+
+
+def find_definitions(text, symbol):
+    """[(first_line, last_line, kind)] of the definitions of `symbol` (a C function or a CUDA
+    kernel, templates included) in text. first_line is where the declaration starts (template,
+    qualifiers, return type), last_line holds the closing brace of the body."""
+    code = blank_noncode(text)
+    match, kinds = brace_map(code)
+    found = []
+    for m in re.finditer(r"(?<![\w.$])" + re.escape(symbol) + r"\b", code):
+        if code[:m.start()].rstrip().endswith("->"):
+            continue
+        if body_depth(kinds, match, m.start()):
+            continue
+        i = m.end()
+        while i < len(code) and code[i].isspace():
+            i += 1
+        if code.startswith("<", i) and not code.startswith("<<<", i):  # explicit specialization
+            i = skip_balanced(code, i, "<", ">")
+            while 0 <= i < len(code) and code[i].isspace():
+                i += 1
+        if i < 0 or not code.startswith("(", i):
+            continue
+        i = skip_balanced(code, i, "(", ")")
+        if i < 0:
+            continue
+        while True:  # qualifiers and attributes between the parameter list and the body
+            t = TRAILER.match(code, i)
+            if not t:
+                break
+            i = t.end()
+            while i < len(code) and code[i].isspace():
+                i += 1
+            if code.startswith("(", i):
+                i = skip_balanced(code, i, "(", ")")
+                if i < 0:
+                    break
+        if i < 0:
+            continue
+        while i < len(code) and code[i].isspace():
+            i += 1
+        if code.startswith("->", i):  # trailing return type
+            j = i
+            while j < len(code) and code[j] not in "{;":
+                j += 1
+            i = j
+        if not code.startswith("{", i) or i not in match:
+            continue
+        start = max(code.rfind(";", 0, m.start()), code.rfind("}", 0, m.start()), code.rfind("{", 0, m.start())) + 1
+        while code[start].isspace():
+            start += 1
+        prefix = code[start:m.start()]
+        kind = "kernel" if re.search(r"\b__global__\b", prefix) else "function"
+        first = text.count("\n", 0, start) + 1
+        last = text.count("\n", 0, match[i]) + 1
+        found.append((first, last, kind))
+    return found
+
+
+# --- documents --------------------------------------------------------------------------------
+
+
+def sha256_file(path):
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for chunk in iter(lambda: f.read(1 << 16), b""):
+            h.update(chunk)
+    return h.hexdigest()
+
+
+def load_spec(path):
+    try:
+        with open(path, encoding="utf-8") as f:
+            spec = json.load(f)
+    except OSError as e:
+        raise GenError(f"{path}: cannot open: {e.strerror}")
+    except json.JSONDecodeError as e:
+        raise GenError(f"{path}:{e.lineno}:{e.colno}: {e.msg}")
+
+    def need(cond, ptr, msg):
+        if not cond:
+            raise GenError(f"{path}: {ptr}: {msg}")
+
+    need(isinstance(spec, dict), "/", "must be an object")
+    extra = set(spec) - {"schema", "description", "nodes", "edges", "files"}
+    need(not extra, "/" + (sorted(extra)[0] if extra else ""), "unknown key")
+    need(spec.get("schema") == "dkb.chain-spec/v1", "/schema", "must be \"dkb.chain-spec/v1\"")
+    nodes, edges = spec.get("nodes"), spec.get("edges", [])
+    need(isinstance(nodes, list) and nodes, "/nodes", "must be a non-empty array")
+    seen = set()
+    for k, node in enumerate(nodes):
+        ptr = f"/nodes/{k}"
+        need(isinstance(node, dict) and set(node) == {"symbol", "layer", "path"}, ptr,
+             "must be an object with exactly symbol, layer and path")
+        for key in ("symbol", "layer", "path"):
+            need(isinstance(node[key], str) and node[key], f"{ptr}/{key}", "must be a non-empty string")
+        need(re.fullmatch(r"[A-Za-z_]\w*", node["symbol"]), f"{ptr}/symbol", "must be a C identifier")
+        need(not os.path.isabs(node["path"]) and ".." not in node["path"].split("/"), f"{ptr}/path",
+             "must be a repository-relative path")
+        need(node["symbol"] not in seen, f"{ptr}/symbol", f"duplicate symbol '{node['symbol']}'")
+        seen.add(node["symbol"])
+    need(isinstance(edges, list), "/edges", "must be an array")
+    for k, e in enumerate(edges):
+        ptr = f"/edges/{k}"
+        need(isinstance(e, dict) and set(e) == {"from", "to"}, ptr, "must be an object with exactly from and to")
+        for key in ("from", "to"):
+            need(e[key] in seen, f"{ptr}/{key}", f"names no node ('{e[key]}')")
+    files = spec.get("files", [])
+    need(isinstance(files, list) and all(isinstance(p, str) and p for p in files), "/files",
+         "must be an array of paths")
+    return spec
+
+
+def source_manifest(spec_path):
+    spec = load_spec(spec_path)
+    nodes = spec["nodes"]
+    paths = []
+    for p in [n["path"] for n in nodes] + spec.get("files", []):
+        if p not in paths:
+            paths.append(p)
+    for p in paths:
+        if not os.path.isfile(p):
+            where = next((f"/nodes/{i}/path" for i, n in enumerate(nodes) if n["path"] == p), None)
+            where = where or f"/files/{spec['files'].index(p)}"
+            raise GenError(f"{spec_path}: {where}: source file '{p}' does not exist")
+    symbols = []
+    for k, node in enumerate(nodes):
+        with open(node["path"], encoding="utf-8", errors="surrogateescape") as f:
+            defs = find_definitions(f.read(), node["symbol"])
+        if not defs:
+            raise GenError(f"{spec_path}: /nodes/{k}/symbol: no definition of '{node['symbol']}' in {node['path']}")
+        if len(defs) > 1:
+            lines = ", ".join(str(d[0]) for d in defs)
+            raise GenError(f"{spec_path}: /nodes/{k}/symbol: '{node['symbol']}' is defined {len(defs)} times in "
+                           f"{node['path']} (lines {lines})")
+        first, last, kind = defs[0]
+        symbols.append({"symbol": node["symbol"], "path": node["path"], "kind": kind, "span": [first, last]})
+    commit, dirty, matches = repo_state(paths)
+    files = [{"path": p, "sha256": sha256_file(p), "size": os.path.getsize(p), "matches_commit": matches.get(p, False)}
+             for p in paths]
+    return {
+        "schema": "dkb.source-manifest/v1",
+        "spec": spec_path,
+        "commit": commit,
+        "dirty": dirty,
+        "files": files,
+        "symbols": symbols,
+        "chain": {"nodes": [dict(n) for n in nodes], "edges": [dict(e) for e in spec.get("edges", [])]},
+    }
+
+
+def tool_version(cmd, pick):
+    """(resolved path, picked version line, full version text) of a compiler."""
+    argv = shlex.split(cmd)
+    try:
+        r = subprocess.run(argv + ["--version"], capture_output=True, text=True, check=False)
+    except OSError as e:
+        raise GenError(f"cannot run '{cmd} --version': {e.strerror}")
+    if r.returncode != 0:
+        raise GenError(f"'{cmd} --version' exited {r.returncode}: {r.stderr.strip()}")
+    text = r.stdout.strip()
+    lines = text.splitlines()
+    line = next((l for l in lines if pick(l)), lines[0] if lines else "")
+    return os.path.realpath(shutil.which(argv[0]) or argv[0]), line, text
+
+
+def build_report(a):
+    commit, dirty, _ = repo_state()
+    cc_path, cc_line, cc_text = tool_version(a.cc, lambda l: True)
+    nv_path, nv_line, nv_text = tool_version(a.nvcc, lambda l: "release" in l)
+    gencode = [w for w in shlex.split(a.gencode) if w != "-gencode"]
+    try:
+        with open("VERSION", encoding="utf-8") as f:
+            version = f.read().strip()
+    except OSError:
+        version = "unknown"
+    return {
+        "schema": "dkb.build-report/v1",
+        "dkb_version": version,
+        "commit": commit,
+        "dirty": dirty,
+        "build_host": socket.gethostname(),
+        "compilers": {
+            "cc": {"command": a.cc, "path": cc_path, "version": cc_line, "version_text": cc_text},
+            "nvcc": {"command": a.nvcc, "path": nv_path, "version": nv_line, "version_text": nv_text},
+        },
+        "cflags": a.cflags,
+        "nvflags": a.nvflags,
+        "gencode": gencode,
+        "ldlibs": a.ldlibs,
+    }
+
+
+def c_source(symbol, doc, origin):
+    text = canonical(doc)
+    assert text.isascii()
+    # escaping piece by piece keeps every escape sequence inside one string literal
+    pieces = [text[i:i + 100].replace("\\", "\\\\").replace('"', '\\"') for i in range(0, len(text), 100)]
+    body = "\n".join(f'    "{c}"' for c in pieces)
+    return (f"/* generated by tools/gen_provenance.py {origin}; do not edit */\n"
+            f'#include "harness/provenance.h"\n\n'
+            f"const char {symbol}[] =\n{body};\n")
+
+
+def write_if_changed(path, text):
+    try:
+        with open(path, encoding="utf-8") as f:
+            if f.read() == text:
+                return
+    except OSError:
+        pass
+    os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
+    tmp = path + ".tmp"
+    with open(tmp, "w", encoding="utf-8") as f:
+        f.write(text)
+    os.replace(tmp, path)
+
+
+def main(argv):
+    p = argparse.ArgumentParser(prog="gen_provenance.py")
+    sub = p.add_subparsers(dest="what", required=True)
+    b = sub.add_parser("build-report")
+    b.add_argument("--out", required=True)
+    for opt in ("cc", "nvcc", "cflags", "nvflags", "gencode", "ldlibs"):
+        b.add_argument("--" + opt, required=True)
+    s = sub.add_parser("source-manifest")
+    s.add_argument("--spec", required=True)
+    s.add_argument("--out", required=True)
+    s.add_argument("--json", help="also write the document itself (for tests)")
+    a = p.parse_args(argv)
+    try:
+        if a.what == "build-report":
+            write_if_changed(a.out, c_source("dkb_build_report_json", build_report(a), "build-report"))
+        else:
+            doc = source_manifest(a.spec)
+            write_if_changed(a.out, c_source("dkb_source_manifest_json", doc, "source-manifest --spec " + a.spec))
+            if a.json:
+                write_if_changed(a.json, canonical(doc) + "\n")
+    except GenError as e:
+        print(f"gen_provenance: error: {e}", file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
