@@ -2,6 +2,7 @@
  * interval-arithmetic tile classes, FlashMask vectors, block summaries and the conservative classifier,
  * and tiled execution over the split-state algebra (split_state.h owns every softmax number). */
 #include "mask.h"
+#include "rng.h"
 #include "split_state.h"
 
 #include <math.h>

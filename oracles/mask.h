@@ -14,7 +14,7 @@
 
 #include <stdint.h>
 
-#include "rng.h"
+struct dkb_rng;   /* oracles/rng.h */
 
 enum mask_kind { MASK_NONE, MASK_CAUSAL, MASK_SLIDING_WINDOW, MASK_FLASHMASK, MASK_KIND_COUNT };
 /* "none", "causal", "sliding_window", "flashmask"; parse gives -1 if unknown. */
@@ -64,12 +64,11 @@ enum tile_class mask_tile_class(const struct mask_program *m, int64_t b, int64_t
 
 /* Representability gate (0x06H): the masked rows of one column as at most one upper and one lower
  * half-open interval. Returns 0 and iv = {UTS, UTE, LTS, LTE}, or -1 when the column has more than two
- * masked runs. */
+ * masked runs. diag is the column's diagonal row, or -1 for no triangle contract: one run goes to the
+ * side of the diagonal it lies on, a run across the diagonal is split into [s, diag + 1) and
+ * [diag + 1, e), two runs must lie one on each side (else -1 too); empty sides are [0, 0) and
+ * [n_rows, n_rows). */
 int flashmask_from_column(const unsigned char *masked, int64_t n_rows, int64_t diag, int32_t iv[4]);
-/* (flashmask_from_column, in detail: diag is the column's diagonal row, or -1 for no triangle
- * constraint. One run goes to the side of the diagonal it lies on; a run across the diagonal is split
- * into [s, diag + 1) and [diag + 1, e). Two runs must be one on each side (else -1). Empty sides are
- * [0, 0) and [n_rows, n_rows).) */
 
 /* ---- additions beyond the first declaration ---- */
 
@@ -163,6 +162,7 @@ void mask_classify_tiles(const struct mask_program *m, int64_t b, int64_t q_pos0
 /* Tiled online softmax over scores [n_rows][n_keys] and values [n_keys][d]: SKIP merges the empty
  * identity, FULL is an ordinary update, PARTIAL excludes hidden scores before the max and sum; o is
  * [n_rows][d], lse [n_rows], all-masked rows give O = 0 and LSE = -inf (0x02C). counts may be NULL.
+ * Every tile is also audited against its exact class (O(cells) extra: an oracle, not a fast path).
  * Returns 0, or -1 on a bad shape. */
 int mask_attention_tiled(const struct mask_program *m, int64_t b, int64_t q_pos0, int64_t n_rows, int64_t n_keys,
                          const double *scores, const double *values, int64_t d, const struct mask_exec *ex, double *o,

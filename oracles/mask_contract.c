@@ -232,14 +232,28 @@ static int read_program(struct jr *r, const json_t *in, const char *ptr, long lo
     return 0;
   }
   if (kind != MASK_FLASHMASK) return jr_keys(r, pj, pp, plain, NULL);
-  if (jr_keys(r, pj, pp, fm, NULL)) return -1;
-  for (int f = 0; f < 4; f++) {
-    long long *x = NULL;
+  static const char *const doc[] = {"kind", "documents", NULL};
+  if (json_object_get(pj, "documents")) {   /* a document mask through flashmask_documents */
+    long long *len = NULL;
     size_t n = 0;
-    if (jr_int_array(r, pj, pp, fm[f + 1], 1, INT32_MIN, INT32_MAX, cols, &x, &n)) return -1;
-    p->v[f] = malloc((size_t)cols * sizeof(int32_t));
-    for (size_t j = 0; j < n; j++) p->v[f][j] = (int32_t)x[j];
-    free(x);
+    if (jr_keys(r, pj, pp, doc, NULL) || jr_int_array(r, pj, pp, "documents", 1, 0, INT32_MAX, -1, &len, &n)) return -1;
+    int64_t *l64 = malloc((n ? n : 1) * sizeof *l64);
+    for (size_t i = 0; i < n; i++) l64[i] = len[i];
+    free(len);
+    for (int f = 0; f < 4; f++) p->v[f] = malloc((size_t)cols * sizeof(int32_t));
+    int bad = flashmask_documents(l64, (int64_t)n, cols, p->v[0], p->v[1], p->v[2], p->v[3]);
+    free(l64);
+    if (bad) return jr_fail(r, pp, "documents", "document lengths must sum to cols (%lld)", cols);
+  } else {
+    if (jr_keys(r, pj, pp, fm, NULL)) return -1;
+    for (int f = 0; f < 4; f++) {
+      long long *x = NULL;
+      size_t n = 0;
+      if (jr_int_array(r, pj, pp, fm[f + 1], 1, INT32_MIN, INT32_MAX, cols, &x, &n)) return -1;
+      p->v[f] = malloc((size_t)cols * sizeof(int32_t));
+      for (size_t j = 0; j < n; j++) p->v[f][j] = (int32_t)x[j];
+      free(x);
+    }
   }
   p->m.col_indptr = p->ci;
   p->m.uts = p->v[0]; p->m.ute = p->v[1]; p->m.lts = p->v[2]; p->m.lte = p->v[3];
