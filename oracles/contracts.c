@@ -17,6 +17,11 @@ int oracle_eval_schedule_shared_shift(struct jr *, const json_t *, const char *,
 int oracle_eval_schedule_paper_axes(struct jr *, const json_t *, const char *, json_t **, struct oracle_reject *);
 int oracle_eval_bench_manifest(struct jr *, const json_t *, const char *, json_t **, struct oracle_reject *);
 int oracle_eval_bench_estimators(struct jr *, const json_t *, const char *, json_t **, struct oracle_reject *);
+int oracle_eval_kv_address(struct jr *, const json_t *, const char *, json_t **, struct oracle_reject *);
+int oracle_eval_mask_column(struct jr *, const json_t *, const char *, json_t **, struct oracle_reject *);
+int oracle_eval_mask_program(struct jr *, const json_t *, const char *, json_t **, struct oracle_reject *);
+int oracle_eval_mask_ledger(struct jr *, const json_t *, const char *, json_t **, struct oracle_reject *);
+int oracle_eval_mask_laws(struct jr *, const json_t *, const char *, json_t **, struct oracle_reject *);
 
 const struct oracle_kind oracle_kinds[] = {
     {"split_state", "0x02", oracle_eval_split_state},
@@ -33,5 +38,10 @@ const struct oracle_kind oracle_kinds[] = {
     {"schedule_paper_axes", "0x09A, 0x09F, 0x09I", oracle_eval_schedule_paper_axes},
     {"bench_manifest", "0x0CD-0x0CI", oracle_eval_bench_manifest},
     {"bench_estimators", "0x0CB-0x0CC", oracle_eval_bench_estimators},
+    {"kv_address", "0x04", oracle_eval_kv_address},
+    {"mask_column", "0x06A-0x06B, 0x06H", oracle_eval_mask_column},
+    {"mask_program", "0x05B-0x05C, 0x06C-0x06F", oracle_eval_mask_program},
+    {"mask_ledger", "0x06G, 0x06I", oracle_eval_mask_ledger},
+    {"mask_laws", "0x05C, 0x06D, 0x06H", oracle_eval_mask_laws},
     {NULL, NULL, NULL},
 };
