@@ -12,12 +12,19 @@
 
 #include <stdio.h>
 
+#include <jansson.h>
+
 #include "harness/err.h"
 
 int cmd_oracle(int argc, char **argv);
 int cmd_digest(int argc, char **argv);
+int cmd_validate(int argc, char **argv);
+int cmd_preflight(int argc, char **argv);
 
 /* Shared by the cmd_* files. */
+/* Prints doc in canonical form with indent 2 and a newline, then releases it; returns DKB_OK or the
+ * error's code. */
+int cmd_print_json(json_t *doc);
 /* "dkb: error: <formatted err>" on stderr; returns err->code. */
 int cmd_report_err(const struct dkb_err *err);
 /* "dkb: error: <msg>" + the command's usage line on stderr; returns DKB_USAGE. */

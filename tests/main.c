@@ -5,7 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define GROUPS(X) X(cjson) X(cli) X(split_state)
+#define GROUPS(X) X(cjson) X(cli) X(split_state) X(ladder) X(validate) X(preflight)
 
 #define DECLARE(name) const struct CMUnitTest *tests_##name(size_t *n);
 GROUPS(DECLARE)
