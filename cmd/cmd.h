@@ -31,6 +31,8 @@ int cmd_report_err(const struct dkb_err *err);
 int cmd_usage_error(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* Parses long options with getopt_long, turning its complaints into cmd_usage_error. Returns the
  * option value like getopt_long, -1 at the end, or '?' after printing the usage error. */
+/* An evidence level 0..6 from an option's value into *out; 0, or a usage error (returns DKB_USAGE). */
+int cmd_parse_level(const char *cmd, const char *option, const char *value, int *out);
 struct option;
 int cmd_getopt(int argc, char **argv, const struct option *opts, const char *cmd);
 extern int cmd_optind;

@@ -2,6 +2,7 @@
 #include <getopt.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "cmd.h"
@@ -120,6 +121,15 @@ int cmd_usage_error(const char *cmd, const char *fmt, ...) {
   if (c) fprintf(stderr, "\nusage: %s\n", c->usage);
   else fprintf(stderr, "\nusage: dkb [--version] [--help] COMMAND [ARGS]\n");
   return DKB_USAGE;
+}
+
+int cmd_parse_level(const char *cmd, const char *option, const char *value, int *out) {
+  char *end;
+  long v = strtol(value, &end, 10);
+  if (!*value || *end || v < 0 || v > 6)
+    return cmd_usage_error(cmd, "%s must be an integer from 0 to 6 (got '%s')", option, value);
+  *out = (int)v;
+  return 0;
 }
 
 int cmd_optind;

@@ -2,11 +2,9 @@
  * CUDA context (harness/preflight.h) and prints the terminal state, the highest level and the reasons. */
 #include <getopt.h>
 #include <stdio.h>
-#include <stdlib.h>
 
 #include "cmd.h"
 #include "evidence/bundle.h"
-#include "harness/cjson.h"
 #include "harness/preflight.h"
 
 static void print_lib(const char *label, const struct preflight_lib *l) {
@@ -47,13 +45,7 @@ int cmd_preflight(int argc, char **argv) {
   while ((c = cmd_getopt(argc, argv, opts, "preflight")) != -1) {
     if (c == '?') return DKB_USAGE;
     if (c == 'j') as_json = 1;
-    if (c == 'r') {
-      char *end;
-      long v = strtol(cmd_optarg, &end, 10);
-      if (!*cmd_optarg || *end || v < 0 || v > LADDER_MAX_LEVEL)
-        return cmd_usage_error("preflight", "--require-level must be an integer from 0 to %d (got '%s')", LADDER_MAX_LEVEL, cmd_optarg);
-      require = (int)v;
-    }
+    if (c == 'r' && cmd_parse_level("preflight", "--require-level", cmd_optarg, &require)) return DKB_USAGE;
   }
   if (cmd_optind < argc) return cmd_usage_error("preflight", "unexpected argument '%s'", argv[cmd_optind]);
   struct preflight_opts o;

@@ -4,12 +4,10 @@
 #include <getopt.h>
 #include <libgen.h>
 #include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
 
 #include "cmd.h"
 #include "evidence/ladder.h"
-#include "harness/cjson.h"
 #include "harness/jread.h"
 
 static const char *kind_name(enum ladder_kind k) { return k == LADDER_UNMET ? "unmet" : "inconsistent"; }
@@ -46,13 +44,7 @@ int cmd_validate(int argc, char **argv) {
     if (c == 'a') allow_synthetic = 1;
     if (c == 'l') list = 1;
     if (c == 's') source_root = cmd_optarg;
-    if (c == 'r') {
-      char *end;
-      long v = strtol(cmd_optarg, &end, 10);
-      if (!*cmd_optarg || *end || v < 0 || v > LADDER_MAX_LEVEL)
-        return cmd_usage_error("validate", "--require-level must be an integer from 0 to %d (got '%s')", LADDER_MAX_LEVEL, cmd_optarg);
-      require = (int)v;
-    }
+    if (c == 'r' && cmd_parse_level("validate", "--require-level", cmd_optarg, &require)) return DKB_USAGE;
   }
   if (list) return list_reasons(as_json);
   if (cmd_optind >= argc) return cmd_usage_error("validate", "no bundle given");

@@ -111,6 +111,7 @@ const struct ladder_reason ladder_reasons[] = {
     {"plan_key_sha256_missing", 4, U, "no plan-key digest"},
     {"plan_key_sha256_mismatch", 4, I, "the plan-key digest does not recompute from the readable key"},
     {"plan_key_contradicts_call_key", 4, I, "a plan-key field differs from the same call-key field (stale plan)"},
+    {"plan_key_contradicts_dispatch", 4, I, "the plan key's backend, split_count or workspace_bytes differs from the dispatch record"},
     {"required_kernels_missing", 4, U, "a selected backend without the list of kernels its plan launches"},
     /* level 5: execution observed */
     {"execution_missing", 5, U, "no /execution section"},
@@ -133,6 +134,7 @@ const struct ladder_reason ladder_reasons[] = {
     {"correctness_missing", 6, U, "no correctness comparison"},
     {"correctness_reference_missing", 6, U, "no reference named"},
     {"correctness_tolerance_missing", 6, U, "atol or rtol not recorded"},
+    {"correctness_tolerance_not_frozen", 6, I, "atol or rtol differs from the tolerances frozen in the call key (call_key.tolerances)"},
     {"correctness_result_missing", 6, U, "no pass/fail result"},
     {"correctness_failed", 6, U, "correctness did not pass: no timing counts as a measurement"},
     {"correctness_output_missing", 6, U, "no output comparison"},
@@ -758,6 +760,8 @@ static void level1_source(struct lctx *c) {
   if (!commit) finding(c, 1, "source_commit_missing", "/source/commit", "no source commit");
   else if (!is_hex(commit, 40))
     finding(c, 1, "source_commit_not_pinned", "/source/commit", "'%s' is not a 40-hex commit: a name or short hash floats", commit);
+  else if (strspn(commit, "0") == 40)
+    finding(c, 1, "source_commit_not_pinned", "/source/commit", "the null commit: the sources were not built from a checkout");
   else if (c->meta_commit && strcmp(commit, c->meta_commit))
     finding(c, 1, "source_differs_from_meta", "/source/commit", "source commit %s differs from the dkb build commit %s (/meta/commit)",
             commit, c->meta_commit);
@@ -1156,6 +1160,9 @@ static void level4_call_key(struct lctx *c, const json_t *ck) {
     if (!strcmp(f, "mask") && json_is_object(v)) continue;    /* a mask program */
     if (!ty_ok(v, types[i])) malformed(c, q, "must be %s (got %s)", ty_name(types[i]), jr_type_name(v));
   }
+  const json_t *tol = json_object_get(ck, "tolerances");
+  if (tol && !json_is_object(tol))
+    malformed(c, "/dispatch/call_key/tolerances", "must be an object (got %s)", jr_type_name(tol));
   if (c->bad) return;
   const json_t *B = json_object_get(ck, "B"), *sk = json_object_get(ck, "S_k_per_request");
   if (json_is_integer(B) && json_is_array(sk) && (json_int_t)json_array_size(sk) != json_integer_value(B))
@@ -1287,6 +1294,16 @@ static void level4_dispatch(struct lctx *c) {
         finding(c, 4, "plan_key_contradicts_call_key", q, "plan key %s differs from /dispatch/call_key/%s", k, k);
       }
     }
+  }
+  if (pk) {
+    const char *pb = json_string_value(json_object_get(pk, "backend"));
+    const json_t *ps = json_object_get(pk, "split_count"), *pw = json_object_get(pk, "workspace_bytes");
+    if (pb && sel && strcmp(pb, sel))
+      finding(c, 4, "plan_key_contradicts_dispatch", "/dispatch/plan_key/backend", "plan for '%s', selected '%s'", pb, sel);
+    if (ps && have_split && !(json_is_integer(ps) && json_integer_value(ps) == split))
+      finding(c, 4, "plan_key_contradicts_dispatch", "/dispatch/plan_key/split_count", "plan key split_count differs from /dispatch/split_count %lld", split);
+    if (pw && have_ws && !(json_is_integer(pw) && json_integer_value(pw) == ws))
+      finding(c, 4, "plan_key_contradicts_dispatch", "/dispatch/plan_key/workspace_bytes", "plan key workspace_bytes differs from /dispatch/workspace_bytes %lld", ws);
   }
   if (selected && (!rk || !json_array_size(rk)))
     finding(c, 4, "required_kernels_missing", "/dispatch/required_kernels", "no kernel list for the selected plan");
@@ -1468,9 +1485,17 @@ static void level6_correctness(struct lctx *c, const json_t *m) {
   if (!cr) { finding(c, 6, "correctness_missing", p, "no comparison against the float64 oracle"); return; }
   if (keys(c, cr, p, NULL, opt)) return;
   if (!get_str(c, cr, p, "reference", 0)) finding(c, 6, "correctness_reference_missing", "/measurement/correctness/reference", "no reference named");
-  double tol;
-  if (!get_num(c, cr, p, "atol", 0, &tol)) finding(c, 6, "correctness_tolerance_missing", "/measurement/correctness/atol", "no atol");
-  if (!get_num(c, cr, p, "rtol", 0, &tol)) finding(c, 6, "correctness_tolerance_missing", "/measurement/correctness/rtol", "no rtol");
+  static const char *const tols[] = {"atol", "rtol"};
+  const json_t *frozen = json_object_get(c->call_key, "tolerances");
+  for (int i = 0; i < 2; i++) {
+    char q[DKB_PTR_MAX];
+    double tol;
+    ptr2(q, p, tols[i]);
+    if (!get_num(c, cr, p, tols[i], 0, &tol)) { finding(c, 6, "correctness_tolerance_missing", q, "no %s", tols[i]); continue; }
+    const json_t *f = json_object_get(frozen, tols[i]);
+    if (json_is_object(frozen) && !(json_is_number(f) && json_number_value(f) == tol))
+      finding(c, 6, "correctness_tolerance_not_frozen", q, "%s %g is not the call key's frozen %s", tols[i], tol, tols[i]);
+  }
   const json_t *passed = get(c, cr, p, "passed", TY_BOOL);
   if (c->bad) return;
   if (!passed) finding(c, 6, "correctness_result_missing", "/measurement/correctness/passed", "no pass/fail result");

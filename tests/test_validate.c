@@ -169,6 +169,17 @@ static void schema_accepts_bundles_and_rejects_non_bundles(void **s) {
   run_result_release(&r);
 }
 
+/* Type changes, deletions and unknown keys at every place of a complete bundle: dkb's strict reader and
+ * the schema agree on which mutants are not bundles (every third mutant of about 3200). */
+static void reader_and_schema_agree_on_mutants(void **s) {
+  (void)s;
+  struct run_result r;
+  run_sh(&r, "/usr/bin/python3 tests/schema_agreement.py " FIXTURES "/synthetic.level6.bundle.json %s/mutants 3", tmp_dir());
+  if (r.rc) fail_msg("%s%s", r.out, r.err);
+  assert_non_null(strstr(r.out, " mutants of " FIXTURES "/synthetic.level6.bundle.json: 0 disagreements\n"));
+  run_result_release(&r);
+}
+
 static void validate_json_report_is_schema_valid(void **s) {
   (void)s;
   struct run_result r;
@@ -280,7 +291,7 @@ static void fixtures_regenerate_identically(void **s) {
 DKB_TEST_GROUP(validate, cmocka_unit_test(every_fixture_grades_as_its_manifest_says),
                cmocka_unit_test(every_reason_id_has_a_fixture), cmocka_unit_test(reason_catalogue_is_well_formed),
                cmocka_unit_test(schema_accepts_bundles_and_rejects_non_bundles),
-               cmocka_unit_test(validate_json_report_is_schema_valid),
+               cmocka_unit_test(reader_and_schema_agree_on_mutants), cmocka_unit_test(validate_json_report_is_schema_valid),
                cmocka_unit_test(synthetic_bundles_are_honest_with_source_root),
                cmocka_unit_test(require_level_gates_level_and_synthetic), cmocka_unit_test(usage_errors_are_exact),
                cmocka_unit_test(human_output_names_level_pointer_and_reason),

@@ -199,7 +199,8 @@ def base_bundle(g, files):
         "gencode": ["arch=compute_90,code=sm_90", "arch=compute_90,code=compute_90"]})
     call_key = {"phase": "decode", "B": 3, "S_q": 1, "S_k_per_request": [9, 257, 1000], "H_q": 32, "H_kv": 8,
                 "d_qk": 128, "d_v": 128, "q_dtype": "float16", "kv_dtype": "float16", "cache_layout": "paged_nhd",
-                "page_size": 16, "mask": "causal_bottom_right", "graph_mode": False}
+                "page_size": 16, "mask": "causal_bottom_right", "graph_mode": False,
+                "tolerances": {"atol": 0.002, "rtol": 0.002}}
     candidates = [
         {"backend": "dkb_split_kv", "priority": 0, "in_domain": True, "eligible": True, "reasons": []},
         {"backend": "dkb_single_pass", "priority": 1, "in_domain": True, "eligible": False,
@@ -532,6 +533,11 @@ def requirements(g, base, arts):
     def _(b):
         b["source"]["commit"] = COMMIT[:7]
 
+    @req("source_commit_not_pinned.null", 0, [(1, "source_commit_not_pinned", "/source/commit")],
+         "the null commit of a build outside a checkout")
+    def _(b):
+        b["source"]["commit"] = b["meta"]["commit"] = "0" * 40
+
     @req("source_dirty_missing", 0, [(1, "source_dirty_missing", "/source/dirty")], "no dirty flag")
     def _(b):
         del b["source"]["dirty"]
@@ -799,7 +805,8 @@ def requirements(g, base, arts):
 
     @req("selected_not_eligible", 3, [(4, "selected_not_eligible", "/dispatch/selected")], "selected an ineligible backend")
     def _(b):
-        b["dispatch"]["selected"] = "dkb_single_pass"
+        b["dispatch"]["selected"] = b["dispatch"]["plan_key"]["backend"] = "dkb_single_pass"
+        refresh(b)
 
     @req("forced_request_fell_back", 3, [(4, "forced_request_fell_back", "/dispatch/selected")],
          "forced dkb_single_pass (ineligible) but dkb_split_kv ran: a silent fallback")
@@ -827,13 +834,20 @@ def requirements(g, base, arts):
         def _(b, field=field):
             del b["dispatch"][field]
 
-    @req("workspace_inconsistent", 3, [(4, "workspace_inconsistent", "/dispatch/workspace_bytes")], "4 splits, 0 workspace bytes")
-    def _(b):
-        b["dispatch"]["workspace_bytes"] = 0
-
-    @req("plan_key_sha256_mismatch", 3, [(4, "plan_key_sha256_mismatch", "/dispatch/plan_key_sha256")], "the plan changed, its digest is old")
+    @req("plan_key_contradicts_dispatch", 3, [(4, "plan_key_contradicts_dispatch", "/dispatch/plan_key/split_count")],
+         "the plan key says 8 splits, the dispatch 4")
     def _(b):
         b["dispatch"]["plan_key"]["split_count"] = 8
+        refresh(b)
+
+    @req("workspace_inconsistent", 3, [(4, "workspace_inconsistent", "/dispatch/workspace_bytes")], "4 splits, 0 workspace bytes")
+    def _(b):
+        b["dispatch"]["workspace_bytes"] = b["dispatch"]["plan_key"]["workspace_bytes"] = 0
+        refresh(b)
+
+    @req("plan_key_sha256_mismatch", 3, [(4, "plan_key_sha256_mismatch", "/dispatch/plan_key_sha256")], "the plan gained a field, its digest is old")
+    def _(b):
+        b["dispatch"]["plan_key"]["kv_tile"] = 64
 
     @req("plan_key_contradicts_call_key", 3, [(4, "plan_key_contradicts_call_key", "/dispatch/plan_key/d_v")], "a stale plan for d_v = 64")
     def _(b):
@@ -930,6 +944,11 @@ def requirements(g, base, arts):
         c = b["measurement"]["correctness"]
         c["passed"] = False
         c["output"]["violations"] = 37
+
+    @req("correctness_tolerance_not_frozen", 5, [(6, "correctness_tolerance_not_frozen", "/measurement/correctness/atol")],
+         "atol loosened after the fact: 0.01 against the frozen 0.002")
+    def _(b):
+        b["measurement"]["correctness"]["atol"] = 0.01
 
     @req("correctness_output_empty", 5, [(6, "correctness_output_empty", "/measurement/correctness/output/n")], "compared nothing")
     def _(b):
