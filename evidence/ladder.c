@@ -948,10 +948,7 @@ static void level2_chain(struct lctx *c) {
     if (seen_before) continue;
     int present = 0;
     for (size_t i = 0; i < nn; i++) present |= !strcmp(json_string_value(json_object_get(json_array_get(nodes, i), "layer")), layer);
-    if (!present && nn) {
-      char lp[DKB_PTR_MAX] = "/chain/nodes";
-      finding(c, 2, "chain_layer_missing", lp, "no node of required layer '%s'", layer);
-    }
+    if (!present && nn) finding(c, 2, "chain_layer_missing", "/chain/nodes", "no node of required layer '%s'", layer);
   }
   /* cycles: the first back edge of a depth-first search lies on a cycle; then reachability from cmd */
   if (!c->bad && nn) {
@@ -1445,11 +1442,11 @@ static void level5_execution(struct lctx *c) {
 /* ---------------------------------------------------------------------------------------------- */
 /* Level 6: measured.                                                                               */
 
-/* A comparison {n, violations, nan, inf, max_abs, max_rel, worst_index}. Returns 1 when clean. */
-static int level6_cmp(struct lctx *c, const json_t *cmp, const char *p, int passed, int is_output) {
+/* A comparison {n, violations, nan, inf, max_abs, max_rel, worst_index}. */
+static void level6_cmp(struct lctx *c, const json_t *cmp, const char *p, int passed, int is_output) {
   static const char *const req[] = {"n", "violations", "nan", "inf", "max_abs", "max_rel", NULL};
   static const char *const opt[] = {"worst_index", NULL};
-  if (keys(c, cmp, p, req, opt)) return 0;
+  if (keys(c, cmp, p, req, opt)) return;
   long long n = 0, viol = 0, nan = 0, inf = 0, w;
   double x;
   get_int(c, cmp, p, "n", 0, &n);
@@ -1460,7 +1457,7 @@ static int level6_cmp(struct lctx *c, const json_t *cmp, const char *p, int pass
   get_num(c, cmp, p, "max_rel", 0, &x);
   const json_t *wi = json_object_get(cmp, "worst_index");
   if (wi && !json_is_null(wi)) get_int(c, cmp, p, "worst_index", 0, &w);
-  if (c->bad) return 0;
+  if (c->bad) return;
   char q[DKB_PTR_MAX];
   if (is_output && n == 0) {
     ptr2(q, p, "n");
@@ -1470,7 +1467,6 @@ static int level6_cmp(struct lctx *c, const json_t *cmp, const char *p, int pass
     ptr2(q, p, viol ? "violations" : nan ? "nan" : "inf");
     finding(c, 6, "correctness_passed_with_violations", q, "passed is true with %lld violations, %lld NaN, %lld Inf", viol, nan, inf);
   }
-  return 1;
 }
 
 static int mutates_cache(const json_t *ck) {
