@@ -12,18 +12,27 @@
 
 #include <stdio.h>
 
+#include <jansson.h>
+
 #include "harness/err.h"
 
 int cmd_oracle(int argc, char **argv);
 int cmd_digest(int argc, char **argv);
+int cmd_validate(int argc, char **argv);
+int cmd_preflight(int argc, char **argv);
 
 /* Shared by the cmd_* files. */
+/* Prints doc in canonical form with indent 2 and a newline, then releases it; returns DKB_OK or the
+ * error's code. */
+int cmd_print_json(json_t *doc);
 /* "dkb: error: <formatted err>" on stderr; returns err->code. */
 int cmd_report_err(const struct dkb_err *err);
 /* "dkb: error: <msg>" + the command's usage line on stderr; returns DKB_USAGE. */
 int cmd_usage_error(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* Parses long options with getopt_long, turning its complaints into cmd_usage_error. Returns the
  * option value like getopt_long, -1 at the end, or '?' after printing the usage error. */
+/* An evidence level 0..6 from an option's value into *out; 0, or a usage error (returns DKB_USAGE). */
+int cmd_parse_level(const char *cmd, const char *option, const char *value, int *out);
 struct option;
 int cmd_getopt(int argc, char **argv, const struct option *opts, const char *cmd);
 extern int cmd_optind;

@@ -2,9 +2,11 @@
 #include <getopt.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "cmd.h"
+#include "harness/cjson.h"
 #include "version.h"
 
 struct command {
@@ -39,6 +41,32 @@ static const struct command COMMANDS[] = {
      "or of the sub-document named by --pointer (RFC 6901).\n\n"
      "  --pointer P   digest only the value at JSON Pointer P\n"
      "  --canonical   print the canonical bytes instead of the digest\n"},
+    {"validate", cmd_validate,
+     "dkb validate BUNDLE... [--require-level N] [--json] [--source-root DIR] [--allow-synthetic] [--list-reasons]",
+     "grade evidence bundles on the six-level ladder (the CI gate)",
+     "Grades each evidence bundle (schema dkb.bundle/v1) on the six-level evidence ladder: the computed\n"
+     "level is the highest L whose requirements 1..L are all present and consistent; digests, artifact and\n"
+     "source hashes and timing summaries are recomputed. Prints the computed and claimed level and every\n"
+     "unmet or inconsistent requirement with its JSON Pointer and reason id. Artifacts are read from the\n"
+     "bundle's folder.\n\n"
+     "  --require-level N   also require every bundle to prove level N (0-6)\n"
+     "  --json              print one JSON report (schema dkb.validate-report/v1)\n"
+     "  --source-root DIR   re-hash the level-1 source files under DIR and check their symbol spans\n"
+     "  --allow-synthetic   let synthetic (schema-test) bundles satisfy --require-level\n"
+     "  --list-reasons      print every reason id with its level and meaning, then exit\n\n"
+     "Exit 0 when every bundle claims no more than it proves (and reaches N), 1 otherwise, 3 when a file\n"
+     "is not a bundle.\n"},
+    {"preflight", cmd_preflight, "dkb preflight [--json] [--require-level N]",
+     "inspect this host without touching the GPU: which evidence levels can it produce?",
+     "Inspects the host without creating a CUDA context or loading GPU libraries: OS and architecture,\n"
+     "NVIDIA driver (/proc/driver/nvidia), libcuda.so.1, libcupti and libnvidia-ml.so.1 on the loader path,\n"
+     "nvidia-smi, NVTX_INJECTION64_PATH, profiling permissions and /dev/nvidia* nodes. Reports a terminal\n"
+     "state (ready, cuda_runtime_unavailable, no_gpu, profiler_unavailable) and the highest evidence level\n"
+     "this host can produce, with reasons.\n\n"
+     "  --json              print the report as JSON (schema dkb.preflight/v1)\n"
+     "  --require-level N   exit 4 when this host cannot produce level N (0-6)\n\n"
+     "Exit 0 after a successful inspection (the state is data), 4 only when --require-level asks for more\n"
+     "than the host can give.\n"},
 };
 static const size_t NCOMMANDS = sizeof COMMANDS / sizeof COMMANDS[0];
 
@@ -72,6 +100,17 @@ int cmd_report_err(const struct dkb_err *err) {
   return err->code ? err->code : DKB_INTERNAL;
 }
 
+int cmd_print_json(json_t *doc) {
+  struct dkb_buf b;
+  struct dkb_err err;
+  dkb_buf_init(&b);
+  int rc = cjson_write(doc, 2, &b, &err) ? cmd_report_err(&err) : DKB_OK;
+  if (rc == DKB_OK) printf("%s\n", b.p);
+  dkb_buf_release(&b);
+  json_decref(doc);
+  return rc;
+}
+
 int cmd_usage_error(const char *cmd, const char *fmt, ...) {
   va_list ap;
   fprintf(stderr, "dkb: error: ");
@@ -82,6 +121,15 @@ int cmd_usage_error(const char *cmd, const char *fmt, ...) {
   if (c) fprintf(stderr, "\nusage: %s\n", c->usage);
   else fprintf(stderr, "\nusage: dkb [--version] [--help] COMMAND [ARGS]\n");
   return DKB_USAGE;
+}
+
+int cmd_parse_level(const char *cmd, const char *option, const char *value, int *out) {
+  char *end;
+  long v = strtol(value, &end, 10);
+  if (!*value || *end || v < 0 || v > 6)
+    return cmd_usage_error(cmd, "%s must be an integer from 0 to 6 (got '%s')", option, value);
+  *out = (int)v;
+  return 0;
 }
 
 int cmd_optind;

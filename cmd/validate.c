@@ -1,0 +1,114 @@
+/* validate.c - `dkb validate`: grade evidence bundles on the six-level ladder (evidence/ladder.h), the CI
+ * gate. A bundle passes when it claims no more than it proves, has no bundle-wide inconsistency and, with
+ * --require-level N, proves level N (a synthetic bundle only with --allow-synthetic). */
+#include <getopt.h>
+#include <libgen.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "cmd.h"
+#include "evidence/ladder.h"
+#include "harness/jread.h"
+
+static const char *kind_name(enum ladder_kind k) { return k == LADDER_UNMET ? "unmet" : "inconsistent"; }
+
+static int list_reasons(int as_json) {
+  json_t *all = json_array();
+  for (const struct ladder_reason *r = ladder_reasons; r->id; r++) {
+    if (as_json)
+      json_array_append_new(all, json_pack("{s:s,s:i,s:s,s:s}", "id", r->id, "level", r->level, "kind", kind_name(r->kind),
+                                           "summary", r->summary));
+    else if (r->level < 0) printf("any  %-12s  %-34s  %s\n", kind_name(r->kind), r->id, r->summary);
+    else printf("%-3d  %-12s  %-34s  %s\n", r->level, kind_name(r->kind), r->id, r->summary);
+  }
+  if (!as_json) {
+    json_decref(all);
+    return DKB_OK;
+  }
+  return cmd_print_json(json_pack("{s:s,s:o}", "schema", "dkb.reason-catalogue/v1", "reasons", all));
+}
+
+/* usage: dkb validate BUNDLE... [--require-level N] [--json] [--source-root DIR] [--allow-synthetic] [--list-reasons] */
+int cmd_validate(int argc, char **argv) {
+  static const struct option opts[] = {{"require-level", required_argument, NULL, 'r'},
+                                       {"json", no_argument, NULL, 'j'},
+                                       {"source-root", required_argument, NULL, 's'},
+                                       {"allow-synthetic", no_argument, NULL, 'a'},
+                                       {"list-reasons", no_argument, NULL, 'l'},
+                                       {NULL, 0, NULL, 0}};
+  int as_json = 0, allow_synthetic = 0, require = -1, list = 0, c;
+  const char *source_root = NULL;
+  while ((c = cmd_getopt(argc, argv, opts, "validate")) != -1) {
+    if (c == '?') return DKB_USAGE;
+    if (c == 'j') as_json = 1;
+    if (c == 'a') allow_synthetic = 1;
+    if (c == 'l') list = 1;
+    if (c == 's') source_root = cmd_optarg;
+    if (c == 'r' && cmd_parse_level("validate", "--require-level", cmd_optarg, &require)) return DKB_USAGE;
+  }
+  if (list) return list_reasons(as_json);
+  if (cmd_optind >= argc) return cmd_usage_error("validate", "no bundle given");
+
+  size_t passed = 0, failed = 0, malformed = 0;
+  json_t *rows = json_array();
+  for (int i = cmd_optind; i < argc; i++) {
+    const char *file = argv[i];
+    struct dkb_err err;
+    dkb_err_clear(&err);
+    struct ladder_result res;
+    ladder_result_init(&res);
+    char dirbuf[4096];
+    snprintf(dirbuf, sizeof dirbuf, "%s", file);
+    struct ladder_opts o = {dirname(dirbuf), source_root};
+    json_t *doc = jr_load_file(file, &err);
+    if (!doc || ladder_evaluate(doc, file, &o, &res, &err)) {
+      malformed++;
+      char msg[2048];
+      dkb_err_format(&err, msg, sizeof msg);
+      if (as_json) json_array_append_new(rows, json_pack("{s:s,s:s,s:s}", "file", file, "status", "malformed", "error", msg));
+      else fprintf(stderr, "dkb: error: %s\n", msg);
+      json_decref(doc);
+      ladder_result_release(&res);
+      continue;
+    }
+    int below = require >= 0 && res.computed < require;
+    int synthetic_block = require >= 0 && res.synthetic && !allow_synthetic;
+    int pass = ladder_result_honest(&res) && !below && !synthetic_block;
+    pass ? passed++ : failed++;
+    if (as_json) {
+      json_t *row = ladder_result_to_json(&res);
+      json_object_set_new(row, "file", json_string(file));
+      json_object_set_new(row, "status", json_string(pass ? "pass" : "fail"));
+      json_object_set_new(row, "below_required_level", json_boolean(below));
+      json_object_set_new(row, "synthetic_refused", json_boolean(synthetic_block));
+      json_array_append_new(rows, row);
+    } else {
+      printf("%s  %s: computed level %d, claimed %d%s\n", pass ? "PASS" : "FAIL", file, res.computed, res.claimed,
+             res.synthetic ? " (synthetic)" : "");
+      for (size_t k = 0; k < res.n; k++) {
+        const struct ladder_finding *f = &res.findings[k];
+        printf("  level %d  %-12s  %s  %s: %s\n", f->level, kind_name(f->kind), f->reason, f->pointer[0] ? f->pointer : "/",
+               f->detail);
+      }
+      if (below) printf("  below the required level %d\n", require);
+      if (synthetic_block) printf("  synthetic bundle (a schema test) never satisfies --require-level without --allow-synthetic\n");
+    }
+    json_decref(doc);
+    ladder_result_release(&res);
+  }
+  int rc = malformed ? DKB_INPUT : failed ? DKB_FAIL : DKB_OK;
+  size_t total = passed + failed + malformed;
+  if (as_json) {
+    json_t *rep = json_pack("{s:s,s:o,s:b,s:o,s:o,s:I,s:I,s:I}", "schema", "dkb.validate-report/v1", "require_level",
+                            require >= 0 ? json_integer(require) : json_null(), "allow_synthetic", allow_synthetic,
+                            "source_root", source_root ? json_string(source_root) : json_null(), "bundles", rows,
+                            "passed", (json_int_t)passed, "failed", (json_int_t)failed, "malformed", (json_int_t)malformed);
+    int prc = cmd_print_json(rep);
+    if (prc) rc = prc;
+  } else {
+    json_decref(rows);
+    printf("validate: %zu bundle%s: %zu passed, %zu failed, %zu malformed\n", total, total == 1 ? "" : "s", passed, failed,
+           malformed);
+  }
+  return rc;
+}

@@ -1,0 +1,1072 @@
+#!/usr/bin/python3
+"""Generates fixtures/bundles: synthetic evidence bundles (schema dkb.bundle/v1) that test the ladder.
+
+usage: tools/gen-bundle-fixtures.py [OUT]      (default fixtures/bundles; needs build/dkb)
+
+Every canonical digest (call key, plan key) and every JSON artifact's bytes come from dkb's own canonical
+writer (`build/dkb digest`, `build/dkb digest --canonical`); file hashes are SHA-256 of those bytes.
+The expectations in manifest.json are written here from what each fixture is built to break (the
+requirement it removes or contradicts), not read back from the validator; tests/test_validate.c runs
+every fixture through `dkb validate` and the independent schema validator and compares.
+
+Fixtures:
+  synthetic.levelN.bundle.json    complete, honest bundles of levels 2-6 ("synthetic": true)
+  promotion.NAME.bundle.json      the invalid promotions of article 0x0BI (and 0x0AI/0x0AC), each
+                                  claiming a level it cannot prove
+  requirement.REASON[.k].bundle.json   one per reason id of evidence/ladder.c: a level-6 claim with
+                                  exactly that requirement broken
+  malformed/NAME.json             documents that are not bundles (dkb validate exits 3)
+  source-tree/                    the stand-in sources the level-1 entries hash (--source-root)
+The sources and hashes of the loaded objects are synthetic stand-ins, not dkb's real code or binaries."""
+import copy
+import hashlib
+import json
+import math
+import os
+import random
+import shutil
+import subprocess
+import sys
+import tempfile
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+DKB = os.path.join(ROOT, "build", "dkb")
+SOURCE_ROOT_OPT = ["--source-root", "fixtures/bundles/source-tree"]
+
+COMMIT = hashlib.sha1(b"dkb synthetic bundle fixtures").hexdigest()
+OTHER_COMMIT = hashlib.sha1(b"another commit").hexdigest()
+
+
+def dkb_digest(obj, canonical=False):
+    with tempfile.NamedTemporaryFile("w", suffix=".json", delete=False) as f:
+        json.dump(obj, f)
+        name = f.name
+    try:
+        args = [DKB, "digest", name] + (["--canonical"] if canonical else [])
+        out = subprocess.run(args, check=True, capture_output=True, text=True).stdout
+    finally:
+        os.unlink(name)
+    return out if canonical else out.strip()
+
+
+def sha256(data):
+    return hashlib.sha256(data).hexdigest()
+
+
+def stats(xs):
+    """Independent implementation of oracles/stats.h (numpy 'linear' quantiles, n - 1 stdev)."""
+    s = sorted(xs)
+    n = len(s)
+
+    def q(p):
+        pos = (n - 1) * p
+        lo = math.floor(pos)
+        hi = min(lo + 1, n - 1)
+        return s[lo] + (s[hi] - s[lo]) * (pos - lo)
+
+    total = 0.0
+    for x in s:
+        total += x
+    mean = total / n
+    ss = 0.0
+    for x in s:
+        ss += (x - mean) * (x - mean)
+    stdev = math.sqrt(ss / (n - 1)) if n > 1 else 0.0
+    return {"count": n, "min": s[0], "median": q(0.5), "p95": q(0.95), "max": s[-1], "mean": mean,
+            "stdev": stdev, "rel_stdev": stdev / mean if mean else 0.0}
+
+
+# --------------------------------------------------------------------------------------------------
+# The stand-in source tree: (path, [(symbol, role, text)]) with a header comment.
+
+HEADER = "/* {name} - synthetic stand-in used by fixtures/bundles (schema-test bundles); not dkb's real source. */\n"
+SOURCES = [
+    ("cmd/run.c", [("cmd_run", "entry: loads the fixture, plans, admits, launches, grades the bundle",
+                    "int cmd_run(int argc, char **argv) {\n  struct plan p;\n  plan_build(&p);\n"
+                    "  registry_select(&p);\n  return decode_launch(&p);\n}\n")]),
+    ("harness/plan.c", [("plan_build", "split bounds per request and workspace bytes of the (m, l, u) ABI",
+                         "int plan_build(struct plan *p) {\n  p->splits = 4;\n  p->workspace_bytes = 199680;\n"
+                         "  return 0;\n}\n")]),
+    ("harness/registry.c", [("registry_select", "admission of every backend, forced fails closed, auto = first eligible",
+                             "int registry_select(struct plan *p) {\n  for (int b = 0; b < NBACKENDS; b++)\n"
+                             "    admit(&backends[b], p);\n  return first_eligible(p);\n}\n")]),
+    ("harness/launch.c", [("decode_launch", "launches the producer grid, then the combine grid when splits > 1",
+                           "int decode_launch(const struct plan *p) {\n  launch_decode_split_kv_producer(p);\n"
+                           "  if (p->splits > 1) launch_decode_split_kv_combine(p);\n  return 0;\n}\n")]),
+    ("kernels/decode_split_kv.cu", [
+        ("decode_split_kv_producer", "split-KV producer: one (m, l, u) partial state per split",
+         "template <int D>\n__global__ void decode_split_kv_producer(const __half *q, const __half *k, const __half *v,\n"
+         "                                         float *m, float *l, float *u, int n) {\n  /* partial softmax */\n}\n"),
+        ("decode_split_kv_combine", "exact LSE merge of the split states into O",
+         "template <int D>\n__global__ void decode_split_kv_combine(const float *m, const float *lu, __half *o, int n) {\n"
+         "  /* merge */\n}\n")]),
+]
+
+
+def write_source_tree(out):
+    files = []
+    for path, symbols in SOURCES:
+        text = HEADER.format(name=os.path.basename(path))
+        syms = []
+        for name, role, body in symbols:
+            text += "\n"
+            first = text.count("\n") + 1
+            text += body
+            last = text.count("\n")
+            syms.append({"name": name, "role": role, "lines": [first, last]})
+        full = os.path.join(out, "source-tree", path)
+        os.makedirs(os.path.dirname(full), exist_ok=True)
+        with open(full, "w") as f:
+            f.write(text)
+        files.append({"path": path, "sha256": sha256(text.encode()), "symbols": syms})
+    return files
+
+
+# --------------------------------------------------------------------------------------------------
+# Artifacts and the complete level-6 bundle.
+
+class Gen:
+    def __init__(self, out):
+        self.out = out
+        self.manifest = []
+
+    def artifact_bytes(self, stem, data, ext="json"):
+        """Writes bytes as a content-addressed artifact; returns its /artifacts entry."""
+        name = f"{stem}.{sha256(data)[:16]}.{ext}"
+        with open(os.path.join(self.out, name), "wb") as f:
+            f.write(data)
+        return {"name": name, "sha256": sha256(data), "bytes": len(data)}
+
+    def artifact(self, stem, doc):
+        return self.artifact_bytes(stem, dkb_digest(doc, canonical=True).encode())
+
+    def write(self, name, bundle, computed, findings, description, article="", options=None):
+        path = os.path.join(self.out, name)
+        with open(path, "w") as f:
+            f.write(json.dumps(bundle, indent=2, sort_keys=True) + "\n")
+        self.manifest.append({
+            "file": name, "description": description, "article": article, "options": options or [],
+            "computed_level": computed, "claimed_level": bundle["claimed_level"],
+            "findings": [{"level": lv, "reason": r, "pointer": p} for lv, r, p in findings]})
+
+    def write_malformed(self, name, text, error, description):
+        path = os.path.join(self.out, "malformed", name)
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        with open(path, "w") as f:
+            f.write(text)
+        self.manifest.append({"file": "malformed/" + name, "description": description, "malformed": error})
+
+
+def ref(entry):
+    return {"artifact": entry["name"], "sha256": entry["sha256"]}
+
+
+def refresh(b):
+    d = b["dispatch"]
+    if "call_key" in d:
+        d["call_key_sha256"] = dkb_digest(d["call_key"])
+    if "plan_key" in d:
+        d["plan_key_sha256"] = dkb_digest(d["plan_key"])
+
+
+OBJECTS = [
+    ("/opt/dkb/build/dkb", "dkb", 2841160),
+    ("/usr/local/cuda-13.0/targets/x86_64-linux/lib/libcudart.so.13.0.96", "cudart", 749280),
+    ("/usr/lib/x86_64-linux-gnu/libcuda.so.580.159.04", "cuda", 98542288),
+    ("/usr/local/cuda-13.0/targets/x86_64-linux/lib/libcupti.so.2025.3.1", "cupti", 7652464),
+    ("/usr/local/nvidia/lib64/libnvidia-ml.so.580.159.04", "nvml", 2130608),
+]
+OTHER_OBJECTS = [("/usr/lib/x86_64-linux-gnu/libc.so.6", "other", 1922136),
+                 ("/usr/lib/x86_64-linux-gnu/libcrypto.so.3", "other", 4709656)]
+
+
+def obj(path, role, n):
+    return {"path": path, "role": role, "sha256": sha256(b"synthetic object " + path.encode()), "bytes": n}
+
+
+PRODUCER = "_Z24decode_split_kv_producerILi128EEvPK6__halfS2_S2_PfS3_S3_i"
+COMBINE = "_Z23decode_split_kv_combineILi128EEvPKfS1_P6__halfi"
+
+
+def base_bundle(g, files):
+    arts = {}
+    arts["loader_map"] = g.artifact("loader-map", {
+        "schema": "dkb.loader-map/v1",
+        "objects": [obj(*o) for o in OBJECTS + OTHER_OBJECTS]})
+    arts["build_report"] = g.artifact("build-report", {
+        "schema": "dkb.build-report/v1", "commit": COMMIT, "dirty": False, "cc": "gcc 12.2.0",
+        "nvcc": "13.0.88", "cflags": "-O2 -g -std=c11", "nvflags": "-O3 -lineinfo -std=c++17",
+        "gencode": ["arch=compute_90,code=sm_90", "arch=compute_90,code=compute_90"]})
+    call_key = {"phase": "decode", "B": 3, "S_q": 1, "S_k_per_request": [9, 257, 1000], "H_q": 32, "H_kv": 8,
+                "d_qk": 128, "d_v": 128, "q_dtype": "float16", "kv_dtype": "float16", "cache_layout": "paged_nhd",
+                "page_size": 16, "mask": "causal_bottom_right", "graph_mode": False,
+                "tolerances": {"atol": 0.002, "rtol": 0.002}}
+    candidates = [
+        {"backend": "dkb_split_kv", "priority": 0, "in_domain": True, "eligible": True, "reasons": []},
+        {"backend": "dkb_single_pass", "priority": 1, "in_domain": True, "eligible": False,
+         "reasons": ["page_size=16 unsupported: the single-pass kernel reads contiguous K/V only"]},
+        {"backend": "math_reference", "priority": 9, "in_domain": False, "eligible": False,
+         "reasons": ["cpu backend: outside the CUDA decode candidate domain"]},
+    ]
+    arts["diagnostic"] = g.artifact("dispatch-diagnostic", {
+        "schema": "dkb.dispatch-diagnostic/v1", "call_key_sha256": dkb_digest(call_key), "request": "auto",
+        "candidates": candidates, "selected": "dkb_split_kv"})
+    kernels = [
+        {"symbol": PRODUCER, "demangled": "void decode_split_kv_producer<128>(__half const*, __half const*, "
+         "__half const*, float*, float*, float*, int)", "launches": 1, "grid": [4, 32, 3], "block": [128, 1, 1],
+         "registers": 96, "shared_bytes": 8192},
+        {"symbol": COMBINE, "demangled": "void decode_split_kv_combine<128>(float const*, float const*, __half*, int)",
+         "launches": 1, "grid": [1, 32, 3], "block": [128, 1, 1], "registers": 40, "shared_bytes": 0},
+    ]
+    arts["trace"] = g.artifact("trace", {
+        "schema": "dkb.trace/v1", "profiler": "CUPTI 13.0", "nvtx_range": "dkb:decode:gqa-paged",
+        "records": [{"kind": "CONCURRENT_KERNEL", "name": k["symbol"], "correlation_id": 2 + i,
+                     "external_correlation_id": 1, "start_ns": 1000 + 20000 * i, "end_ns": 13000 + 20000 * i}
+                    for i, k in enumerate(kernels)]})
+    rng = random.Random(20261130)
+    samples = [round(rng.gauss(12.5, 0.15), 3) for _ in range(40)]
+    b = {
+        "schema": "dkb.bundle/v1",
+        "meta": {"tool": "dkb", "version": "0.1.0", "commit": COMMIT, "dirty": False,
+                 "argv": ["dkb", "run", "fixtures/decode/gqa-paged.json", "-o", "out/"],
+                 "created": "2026-11-30T12:00:00Z", "host": "synthetic"},
+        "synthetic": True,
+        "claimed_level": 6,
+        "status": {"terminal": "complete", "reasons": []},
+        "fixture": {"path": "fixtures/decode/gqa-paged.json", "name": "gqa-paged",
+                    "sha256": sha256(b"synthetic fixture gqa-paged")},
+        "artifacts": [arts[k] for k in ("loader_map", "build_report", "diagnostic", "trace")],
+        "source": {"commit": COMMIT, "dirty": False, "files": files},
+        "chain": {
+            "nodes": [{"id": s["name"], "layer": layer, "path": f["path"], "symbol": s["name"]}
+                      for f, layer_list in zip(files, [["cmd"], ["plan"], ["admission"], ["launch"], ["producer", "combine"]])
+                      for s, layer in zip(f["symbols"], layer_list)],
+            "edges": [["cmd_run", "plan_build"], ["cmd_run", "registry_select"], ["cmd_run", "decode_launch"],
+                      ["decode_launch", "decode_split_kv_producer"], ["decode_launch", "decode_split_kv_combine"]],
+            "required_layers": ["cmd", "plan", "admission", "launch", "producer", "combine"]},
+        "loaded": {
+            "loader_map": ref(arts["loader_map"]),
+            "objects": [obj(*o) for o in OBJECTS],
+            "build_report": ref(arts["build_report"]),
+            "device": {"name": "NVIDIA H200", "compute_capability": "9.0", "sm_count": 132,
+                       "driver_version": "580.159.04", "runtime_version": "13.0", "pci_bus_id": "0000:18:00.0"},
+            "kernel_binaries": [{"symbol": PRODUCER, "binary_version": 90, "ptx_version": 90},
+                                {"symbol": COMBINE, "binary_version": 90, "ptx_version": 90}]},
+        "dispatch": {
+            "call_key": call_key, "request": "auto", "candidates": candidates, "outcome": "selected",
+            "selected": "dkb_split_kv", "split_count": 4, "workspace_bytes": 199680,
+            "plan_key": {"backend": "dkb_split_kv", "H_q": 32, "H_kv": 8, "d_qk": 128, "d_v": 128,
+                         "q_dtype": "float16", "kv_dtype": "float16", "cache_layout": "paged_nhd", "page_size": 16,
+                         "graph_mode": False, "split_count": 4, "workspace_bytes": 199680},
+            "required_kernels": ["decode_split_kv_producer", "decode_split_kv_combine"],
+            "diagnostic": ref(arts["diagnostic"])},
+        "execution": {
+            "trace": ref(arts["trace"]), "nvtx_range": "dkb:decode:gqa-paged", "external_correlation_id": 1,
+            "kernels": kernels, "dropped_records": 0, "profiler": {"name": "CUPTI", "version": "13.0.1"}},
+        "measurement": {
+            "correctness": {
+                "reference": "float64 oracle", "passed": True, "atol": 0.002, "rtol": 0.002,
+                "output": {"n": 12288, "violations": 0, "nan": 0, "inf": 0, "max_abs": 0.00048828125,
+                           "max_rel": 0.0031, "worst_index": 4711},
+                "lse": {"n": 96, "violations": 0, "nan": 0, "inf": 0, "max_abs": 1.9e-06, "max_rel": 2.4e-07,
+                        "worst_index": 17},
+                "cache": "not_applicable"},
+            "timing": {
+                "tracing": False, "method": "cuda_event: events around the launches on one stream, event-synchronized per sample",
+                "warmup": 10, "samples_us": samples, "summary": stats(samples),
+                "stop_rule": {"rule": "at least 20 samples, stop when rel_stdev <= 0.05 or at 200", "min_samples": 20,
+                              "max_samples": 200, "max_rel_stdev": 0.05, "met": True},
+                "l2_flush": False,
+                "clocks_before": {"sm_mhz": 1980, "mem_mhz": 3201, "throttle_reasons": []},
+                "clocks_after": {"sm_mhz": 1980, "mem_mhz": 3201, "throttle_reasons": []}},
+            "counters": [{"name": "dram__bytes_read.sum", "value": 9437184, "unit": "byte",
+                          "numerator": "bytes read from DRAM by the call's kernels",
+                          "denominator": "none: total over the range",
+                          "scope": "kernels with external correlation 1 in NVTX range dkb:decode:gqa-paged",
+                          "replay": "kernel"}]},
+    }
+    refresh(b)
+    return b, arts
+
+
+def over(level):
+    """Level-0 findings of a complete bundle that claims 6 but proves `level`."""
+    return [(0, "status_contradicts_evidence", "/status/terminal"), (0, "claimed_level_exceeds_computed", "/claimed_level")]
+
+
+def trim(b, level):
+    """Drop the sections above `level`."""
+    for lv, key in ((3, "loaded"), (4, "dispatch"), (5, "execution"), (6, "measurement")):
+        if lv > level:
+            b.pop(key, None)
+    return b
+
+
+ABOVE = {2: [(3, "loaded_missing", "/loaded"), (4, "dispatch_missing", "/dispatch"),
+             (5, "execution_missing", "/execution"), (6, "measurement_missing", "/measurement")]}
+ABOVE[3] = ABOVE[2][1:]
+ABOVE[4] = ABOVE[2][2:]
+ABOVE[5] = ABOVE[2][3:]
+
+
+def synthetic_levels(g, base):
+    b = copy.deepcopy(base)
+    g.write("synthetic.level6.bundle.json", b, 6, [], "complete level-6 bundle: every requirement of levels 1-6 holds", "0x0BI")
+    b = copy.deepcopy(base)
+    b["claimed_level"] = 5
+    b["status"] = {"terminal": "correctness_failed", "reasons": [{"id": "correctness_failed", "detail": "37 of 12288 output elements outside atol + rtol * |ref|"}]}
+    c = b["measurement"]["correctness"]
+    c["passed"] = False
+    c["output"].update({"violations": 37, "max_abs": 0.1875, "max_rel": 0.41})
+    g.write("synthetic.level5.bundle.json", b, 5, [(6, "correctness_failed", "/measurement/correctness/passed")],
+            "level 5: execution observed; correctness failed, so the timing is not a measurement", "0x0BG")
+    b = trim(copy.deepcopy(base), 4)
+    b["claimed_level"] = 4
+    b["status"] = {"terminal": "profiler_unavailable", "reasons": [{"id": "cupti_activity_unavailable", "detail": "cuptiActivityEnable returned CUPTI_ERROR_NOT_INITIALIZED"}]}
+    g.write("synthetic.level4.bundle.json", b, 4, ABOVE[4], "level 4: dispatch observed, no profiler", "0x0BE")
+    b = trim(copy.deepcopy(base), 3)
+    b["claimed_level"] = 3
+    b["status"] = {"terminal": "internal_error", "reasons": [{"id": "stopped_after_environment", "detail": "schema test: the run stops after the loaded-artifact capture"}]}
+    g.write("synthetic.level3.bundle.json", b, 3, ABOVE[3], "level 3: loaded binary identified", "0x0BD")
+    b = trim(copy.deepcopy(base), 2)
+    b["claimed_level"] = 2
+    b["status"] = {"terminal": "cuda_runtime_unavailable", "reasons": [{"id": "cuda_runtime_unavailable", "detail": "cudaGetDeviceCount: insufficient driver"}]}
+    g.write("synthetic.level2.bundle.json", b, 2, ABOVE[2], "level 2: the source chain closes; a host without CUDA stops here", "0x0AH")
+
+
+# --------------------------------------------------------------------------------------------------
+# The invalid promotions of 0x0BI (and two of 0x0AI / 0x0AC).
+
+def promotions(g, base):
+    def L3():
+        b = trim(copy.deepcopy(base), 3)
+        b["claimed_level"] = 3
+        b["status"] = {"terminal": "internal_error", "reasons": [{"id": "stopped_after_environment", "detail": "schema test"}]}
+        return b
+
+    b = L3()
+    ld = b["loaded"]
+    for k in ("loader_map", "objects", "build_report"):
+        del ld[k]
+    g.write("promotion.package_version_to_loaded_binary.bundle.json", b, 2,
+            [(3, "loader_map_missing", "/loaded/loader_map"), (3, "loaded_objects_missing", "/loaded/objects"),
+             (3, "build_report_missing", "/loaded/build_report")] + ABOVE[3] +
+            [(0, "claimed_level_exceeds_computed", "/claimed_level")],
+            "claims level 3 from version labels (driver/runtime versions) without loader map, loaded objects or build report", "0x0BA")
+
+    b = L3()
+    for o in b["loaded"]["objects"]:
+        del o["sha256"]
+    g.write("promotion.source_commit_to_binary_hash.bundle.json", b, 2,
+            [(3, "loaded_object_sha256_missing", f"/loaded/objects/{i}/sha256") for i in range(len(OBJECTS))] + ABOVE[3] +
+            [(0, "claimed_level_exceeds_computed", "/claimed_level")],
+            "claims the loaded binary from the source commit: object paths without SHA-256", "0x0BI")
+
+    b = trim(copy.deepcopy(base), 4)
+    b["claimed_level"] = 4
+    b["status"] = {"terminal": "profiler_unavailable", "reasons": [{"id": "cupti_activity_unavailable", "detail": "schema test"}]}
+    del b["dispatch"]["diagnostic"], b["dispatch"]["candidates"]
+    g.write("promotion.selected_backend_to_observed_selection.bundle.json", b, 3,
+            [(4, "diagnostic_missing", "/dispatch/diagnostic"), (4, "candidates_missing", "/dispatch/candidates"),
+             (4, "selected_not_eligible", "/dispatch/selected")] + ABOVE[4] +
+            [(0, "claimed_level_exceeds_computed", "/claimed_level")],
+            "claims an observed selection from a 'selected backend' log line: no candidates, no content-addressed diagnostic", "0x0BE")
+
+    b = copy.deepcopy(base)
+    b["claimed_level"] = 5
+    del b["execution"]["trace"]
+    b["execution"]["kernels"] = [{"symbol": k["symbol"], "demangled": k["demangled"]} for k in b["execution"]["kernels"]]
+    g.write("promotion.kernel_name_to_execution.bundle.json", b, 4,
+            [(5, "trace_missing", "/execution/trace"),
+             (5, "kernel_launches_missing", "/execution/kernels/0/launches"), (5, "kernel_geometry_invalid", "/execution/kernels/0/grid"),
+             (5, "kernel_launches_missing", "/execution/kernels/1/launches"), (5, "kernel_geometry_invalid", "/execution/kernels/1/grid"),
+             (5, "required_kernel_not_observed", "/dispatch/required_kernels/0"),
+             (5, "required_kernel_not_observed", "/dispatch/required_kernels/1"),
+             (5, "producer_kernel_not_observed", "/execution/kernels"), (5, "combine_kernel_not_observed", "/execution/kernels")] + over(4),
+            "claims execution from kernel names: no trace, no launch counts, no geometry", "0x0BF")
+
+    b = copy.deepcopy(base)
+    del b["measurement"]["timing"]["samples_us"]
+    g.write("promotion.latency_summary_to_measurement.bundle.json", b, 5,
+            [(6, "timing_samples_missing", "/measurement/timing/samples_us")] + over(5),
+            "claims a measurement from a latency summary without the raw synchronized samples", "0x0BH")
+
+    b = copy.deepcopy(base)
+    del b["measurement"]["correctness"]
+    g.write("promotion.timing_to_valid_result.bundle.json", b, 5,
+            [(6, "correctness_missing", "/measurement/correctness")] + over(5),
+            "claims a valid measured result from timing alone: no correctness comparison", "0x0BG")
+
+    b = copy.deepcopy(base)
+    b["measurement"]["counters"] = [{"name": "dram__bytes_read.sum", "value": 9437184}]
+    g.write("promotion.profiler_counter_to_traffic_claim.bundle.json", b, 5,
+            [(6, "counter_definition_incomplete", f"/measurement/counters/0/{k}") for k in ("unit", "numerator", "denominator", "scope")] + over(5),
+            "claims traffic from a bare counter value: no unit, numerator, denominator or scope", "0x0BH")
+
+    b = trim(copy.deepcopy(base), 4)
+    b["claimed_level"] = 4
+    b["status"] = {"terminal": "cuda_runtime_unavailable", "reasons": [{"id": "cuda_runtime_unavailable", "detail": "no NVIDIA driver"}]}
+    del b["loaded"]["device"]
+    b["loaded"]["objects"] = [o for o in b["loaded"]["objects"] if o["role"] != "cuda"]
+    d = b["dispatch"]
+    for c in d["candidates"]:
+        c["eligible"] = False
+        c["reasons"] = c["reasons"] or ["no CUDA device: cudaGetDeviceCount returned cudaErrorInsufficientDriver"]
+    d["outcome"] = "no_eligible"
+    d["selected"] = None
+    for k in ("split_count", "workspace_bytes", "plan_key", "plan_key_sha256", "required_kernels"):
+        del d[k]
+    g.write("promotion.unsupported_host_to_backend_disproof.bundle.json", b, 2,
+            [(3, "loaded_driver_missing", "/loaded/objects"), (3, "device_missing", "/loaded/device"),
+             (5, "no_backend_selected", "/dispatch/outcome")] + ABOVE[4] +
+            [(0, "claimed_level_exceeds_computed", "/claimed_level")],
+            "claims that no backend is eligible from a host without CUDA: no compatible CUDA coordinate", "0x0BC")
+
+    b = copy.deepcopy(base)
+    b["source"]["commit"] = "main"
+    g.write("promotion.source_name_to_immutable_coordinate.bundle.json", b, 0,
+            [(1, "source_commit_not_pinned", "/source/commit")] + over(0),
+            "cites a branch name as the source coordinate (0x0AA, 0x0AI 'cite main or a package name')", "0x0AA")
+
+    b = copy.deepcopy(base)
+    b["execution"]["kernels"] = b["execution"]["kernels"][:1]
+    b["dispatch"]["required_kernels"] = ["decode_split_kv_producer"]
+    refresh(b)
+    g.write("promotion.split_capable_dispatch_to_observed_split.bundle.json", b, 4,
+            [(5, "combine_kernel_not_observed", "/execution/kernels")] + over(4),
+            "split_count 4 from a split-capable plan, but no combine kernel observed (0x0AC)", "0x0AC")
+
+
+# --------------------------------------------------------------------------------------------------
+# One fixture per reason id: a level-6 claim with exactly that requirement broken.
+
+def requirements(g, base, arts):
+    R = []  # (name, mutate, computed, findings, description, options)
+
+    def req(name, computed, findings, description, options=None, extra_over=True):
+        def deco(f):
+            R.append((name, f, computed, findings + (over(computed) if extra_over else []), description, options))
+            return f
+        return deco
+
+    def L2b(b):
+        trim(b, 2)
+        b["claimed_level"] = 2
+        b["status"] = {"terminal": "cuda_runtime_unavailable", "reasons": [{"id": "cuda_runtime_unavailable", "detail": "no driver"}]}
+
+    # level 0
+    @req("claimed_level_exceeds_computed", 2, ABOVE[2] + [(0, "claimed_level_exceeds_computed", "/claimed_level")],
+         "an honest level-2 bundle that claims level 3", extra_over=False)
+    def _(b):
+        L2b(b)
+        b["claimed_level"] = 3
+
+    @req("status_contradicts_evidence", 6, [(0, "status_contradicts_evidence", "/status/terminal")],
+         "terminal cuda_runtime_unavailable (ceiling 2) with level-6 evidence", extra_over=False)
+    def _(b):
+        b["status"] = {"terminal": "cuda_runtime_unavailable", "reasons": [{"id": "cuda_runtime_unavailable", "detail": "x"}]}
+
+    @req("status_reasons_missing", 2, ABOVE[2] + [(0, "status_reasons_missing", "/status/reasons")],
+         "a level-2 bundle stopped by cuda_runtime_unavailable without a reason", extra_over=False)
+    def _(b):
+        L2b(b)
+        b["status"]["reasons"] = []
+
+    @req("artifact_duplicate", 6, [(0, "artifact_duplicate", "/artifacts/4/name")], "the trace is listed twice", extra_over=False)
+    def _(b):
+        b["artifacts"].append(dict(b["artifacts"][3]))
+
+    # artifacts, reported at the referencing level
+    @req("artifact_not_listed", 4, [(5, "artifact_not_listed", "/execution/trace/artifact")], "the trace reference names an unlisted file")
+    def _(b):
+        b["execution"]["trace"]["artifact"] = "trace.unlisted.json"
+
+    @req("artifact_sha256_invalid", 3, [(4, "artifact_sha256_invalid", "/dispatch/diagnostic/sha256")], "the diagnostic reference's sha256 is not hex")
+    def _(b):
+        b["dispatch"]["diagnostic"]["sha256"] = "abc"
+
+    @req("artifact_sha256_mismatch", 2, [(3, "artifact_sha256_mismatch", "/loaded/build_report/sha256")],
+         "the build-report reference's sha256 differs from its /artifacts entry")
+    def _(b):
+        b["loaded"]["build_report"]["sha256"] = sha256(b"another build report")
+
+    # a listed artifact whose file was altered after it was hashed
+    data = dkb_digest({"schema": "dkb.loader-map/v1", "objects": [obj(*o) for o in OBJECTS]}, canonical=True).encode()
+    tampered = g.artifact_bytes("loader-map-tampered", data)
+    with open(os.path.join(g.out, tampered["name"]), "ab") as f:
+        f.write(b" ")
+
+    @req("artifact_sha256_mismatch.file", 2, [(3, "artifact_sha256_mismatch", "/artifacts/4/sha256")],
+         "the loader map file beside the bundle no longer hashes to its entry")
+    def _(b):
+        entry = dict(tampered, bytes=tampered["bytes"] + 1)
+        b["artifacts"].append(entry)
+        b["loaded"]["loader_map"] = ref(entry)
+
+    @req("artifact_file_missing", 4, [(5, "artifact_file_missing", "/artifacts/4/name")], "the trace file is not beside the bundle")
+    def _(b):
+        entry = {"name": "trace.absent.json", "sha256": sha256(b"absent"), "bytes": 6}
+        b["artifacts"].append(entry)
+        b["execution"]["trace"] = ref(entry)
+
+    @req("artifact_file_missing.unreferenced", 6, [(0, "artifact_file_missing", "/artifacts/4/name")],
+         "an extra listed artifact is missing: a bundle-wide inconsistency", extra_over=False)
+    def _(b):
+        b["artifacts"].append({"name": "notes.absent.txt", "sha256": sha256(b"notes"), "bytes": 5})
+
+    @req("artifact_bytes_mismatch", 4, [(5, "artifact_bytes_mismatch", "/artifacts/3/bytes")], "the trace entry states a wrong size")
+    def _(b):
+        b["artifacts"][3]["bytes"] += 1
+
+    # level 1
+    unsourced = [(2, "chain_node_unsourced", f"/chain/nodes/{i}") for i in range(6)]
+
+    @req("source_missing", 0, [(1, "source_missing", "/source")] + unsourced, "no source section")
+    def _(b):
+        del b["source"]
+
+    @req("source_commit_missing", 0, [(1, "source_commit_missing", "/source/commit")], "no source commit")
+    def _(b):
+        del b["source"]["commit"]
+
+    @req("source_commit_not_pinned", 0, [(1, "source_commit_not_pinned", "/source/commit")], "a 7-hex short commit floats")
+    def _(b):
+        b["source"]["commit"] = COMMIT[:7]
+
+    @req("source_commit_not_pinned.null", 0, [(1, "source_commit_not_pinned", "/source/commit")],
+         "the null commit of a build outside a checkout")
+    def _(b):
+        b["source"]["commit"] = b["meta"]["commit"] = "0" * 40
+
+    @req("source_dirty_missing", 0, [(1, "source_dirty_missing", "/source/dirty")], "no dirty flag")
+    def _(b):
+        del b["source"]["dirty"]
+
+    @req("source_differs_from_meta", 0, [(1, "source_differs_from_meta", "/source/commit")], "the source commit is not the commit dkb was built from")
+    def _(b):
+        b["source"]["commit"] = OTHER_COMMIT
+
+    @req("source_differs_from_meta.dirty", 0, [(1, "source_differs_from_meta", "/source/dirty")], "the source says dirty, the build was clean")
+    def _(b):
+        b["source"]["dirty"] = True
+
+    @req("source_files_missing", 0, [(1, "source_files_missing", "/source/files")] + unsourced, "an empty file list")
+    def _(b):
+        b["source"]["files"] = []
+
+    extra_file = {"path": "kernels/extra.cu", "sha256": sha256(b"extra"),
+                  "symbols": [{"name": "extra_kernel", "role": "unused", "lines": [1, 2]}]}
+
+    @req("source_file_path_invalid", 0, [(1, "source_file_path_invalid", "/source/files/5/path")], "a path that leaves the repository")
+    def _(b):
+        b["source"]["files"].append(dict(extra_file, path="../outside/extra.cu"))
+
+    @req("source_file_duplicate", 0, [(1, "source_file_duplicate", "/source/files/5/path")], "a file listed twice")
+    def _(b):
+        b["source"]["files"].append(copy.deepcopy(b["source"]["files"][0]))
+
+    @req("source_file_sha256_missing", 0, [(1, "source_file_sha256_missing", "/source/files/0/sha256")], "a file without its hash")
+    def _(b):
+        del b["source"]["files"][0]["sha256"]
+
+    @req("source_file_sha256_invalid", 0, [(1, "source_file_sha256_invalid", "/source/files/0/sha256")], "a hash that is not hex")
+    def _(b):
+        b["source"]["files"][0]["sha256"] = "not-a-hash"
+
+    @req("source_symbols_missing", 0, [(1, "source_symbols_missing", "/source/files/5/symbols")], "a file naming no symbol")
+    def _(b):
+        b["source"]["files"].append({"path": "kernels/extra.cu", "sha256": sha256(b"extra")})
+
+    @req("source_symbol_duplicate", 0, [(1, "source_symbol_duplicate", "/source/files/4/symbols/2/name")], "a symbol listed twice")
+    def _(b):
+        syms = b["source"]["files"][4]["symbols"]
+        syms.append(copy.deepcopy(syms[0]))
+
+    @req("source_symbol_role_missing", 0, [(1, "source_symbol_role_missing", "/source/files/0/symbols/0/role")], "a symbol without role")
+    def _(b):
+        del b["source"]["files"][0]["symbols"][0]["role"]
+
+    @req("source_symbol_lines_missing", 0, [(1, "source_symbol_lines_missing", "/source/files/0/symbols/0/lines")], "a symbol without span")
+    def _(b):
+        del b["source"]["files"][0]["symbols"][0]["lines"]
+
+    @req("source_symbol_lines_invalid", 0, [(1, "source_symbol_lines_invalid", "/source/files/0/symbols/0/lines")], "a span with last < first")
+    def _(b):
+        b["source"]["files"][0]["symbols"][0]["lines"] = [7, 3]
+
+    @req("source_file_unreadable", 0, [(1, "source_file_unreadable", "/source/files/5/path")],
+         "--source-root: a listed file that is not in the checkout", SOURCE_ROOT_OPT)
+    def _(b):
+        b["source"]["files"].append(copy.deepcopy(extra_file))
+
+    @req("source_file_sha256_mismatch", 0, [(1, "source_file_sha256_mismatch", "/source/files/0/sha256")],
+         "--source-root: the checkout's file differs from the recorded hash", SOURCE_ROOT_OPT)
+    def _(b):
+        b["source"]["files"][0]["sha256"] = sha256(b"an older version of cmd/run.c")
+
+    @req("source_symbol_lines_outside_file", 0, [(1, "source_symbol_lines_outside_file", "/source/files/0/symbols/0/lines")],
+         "--source-root: a span past the end of the file", SOURCE_ROOT_OPT)
+    def _(b):
+        b["source"]["files"][0]["symbols"][0]["lines"] = [3, 400]
+
+    @req("source_symbol_not_in_span", 0, [(1, "source_symbol_not_in_span", "/source/files/0/symbols/0/name")],
+         "--source-root: the span is the header comment, not the function", SOURCE_ROOT_OPT)
+    def _(b):
+        b["source"]["files"][0]["symbols"][0]["lines"] = [1, 1]
+
+    # level 2
+    @req("chain_missing", 1, [(2, "chain_missing", "/chain")], "no chain")
+    def _(b):
+        del b["chain"]
+
+    @req("chain_nodes_missing", 1, [(2, "chain_nodes_missing", "/chain/nodes")], "a chain without nodes")
+    def _(b):
+        b["chain"]["nodes"] = []
+        b["chain"]["edges"] = []
+
+    @req("chain_node_duplicate", 1, [(2, "chain_node_duplicate", "/chain/nodes/6/id")], "two nodes share an id")
+    def _(b):
+        b["chain"]["nodes"].append(copy.deepcopy(b["chain"]["nodes"][0]))
+
+    @req("chain_node_unsourced", 1, [(2, "chain_node_unsourced", "/chain/nodes/1")], "a node whose symbol is not in the source")
+    def _(b):
+        b["chain"]["nodes"][1]["symbol"] = "plan_build_v2"
+
+    @req("chain_edge_unknown_node", 1, [(2, "chain_edge_unknown_node", "/chain/edges/5")], "an edge to a node that does not exist")
+    def _(b):
+        b["chain"]["edges"].append(["decode_launch", "decode_split_kv_finalize"])
+
+    @req("chain_cycle", 1, [(2, "chain_cycle", "/chain/edges/5")], "combine calls back into cmd")
+    def _(b):
+        b["chain"]["edges"].append(["decode_split_kv_combine", "cmd_run"])
+
+    @req("chain_required_layers_weakened", 1, [(2, "chain_required_layers_weakened", "/chain/required_layers")],
+         "required_layers drops combine")
+    def _(b):
+        b["chain"]["required_layers"].remove("combine")
+
+    @req("chain_layer_missing", 1, [(2, "chain_layer_missing", "/chain/nodes")], "no plan-layer node")
+    def _(b):
+        b["chain"]["nodes"].pop(1)
+        b["chain"]["edges"].remove(["cmd_run", "plan_build"])
+
+    @req("chain_node_unreachable", 1, [(2, "chain_node_unreachable", "/chain/nodes/5")], "the combine node has no incoming edge")
+    def _(b):
+        b["chain"]["edges"].remove(["decode_launch", "decode_split_kv_combine"])
+
+    # level 3
+    @req("loaded_missing", 2, [(3, "loaded_missing", "/loaded")], "no loaded section")
+    def _(b):
+        del b["loaded"]
+
+    @req("loader_map_missing", 2, [(3, "loader_map_missing", "/loaded/loader_map")], "no loader map")
+    def _(b):
+        del b["loaded"]["loader_map"]
+
+    not_a_map = g.artifact("loader-map-not-a-map", {"schema": "dkb.loader-map/v1", "mapped": 7})
+
+    @req("loader_map_unreadable", 2, [(3, "loader_map_unreadable", "/loaded/loader_map")], "the loader map artifact has no objects list")
+    def _(b):
+        b["artifacts"].append(not_a_map)
+        b["loaded"]["loader_map"] = ref(not_a_map)
+
+    @req("loaded_objects_missing", 2, [(3, "loaded_objects_missing", "/loaded/objects"),
+                                       (5, "profiler_library_not_loaded", "/loaded/objects")], "an empty object list")
+    def _(b):
+        b["loaded"]["objects"] = []
+
+    @req("loaded_object_path_not_absolute", 2, [(3, "loaded_object_path_not_absolute", "/loaded/objects/0/path"),
+                                                (3, "loaded_object_not_in_loader_map", "/loaded/objects/0")],
+         "a relative path (not a realpath of the mapped file)")
+    def _(b):
+        b["loaded"]["objects"][0]["path"] = "build/dkb"
+
+    @req("loaded_object_duplicate", 2, [(3, "loaded_object_duplicate", "/loaded/objects/5/path")], "an object listed twice")
+    def _(b):
+        b["loaded"]["objects"].append(copy.deepcopy(b["loaded"]["objects"][1]))
+
+    @req("loaded_object_sha256_missing", 2, [(3, "loaded_object_sha256_missing", "/loaded/objects/1/sha256")], "libcudart without a hash")
+    def _(b):
+        del b["loaded"]["objects"][1]["sha256"]
+
+    @req("loaded_object_sha256_invalid", 2, [(3, "loaded_object_sha256_invalid", "/loaded/objects/1/sha256")], "a hash that is not hex")
+    def _(b):
+        b["loaded"]["objects"][1]["sha256"] = "0xdeadbeef"
+
+    @req("loaded_object_bytes_missing", 2, [(3, "loaded_object_bytes_missing", "/loaded/objects/1/bytes")], "an object without size")
+    def _(b):
+        del b["loaded"]["objects"][1]["bytes"]
+
+    @req("loaded_object_not_in_loader_map", 2, [(3, "loaded_object_not_in_loader_map", "/loaded/objects/0")],
+         "the executable's hash is not the one in the loader map")
+    def _(b):
+        b["loaded"]["objects"][0]["sha256"] = sha256(b"a rebuilt dkb")
+
+    for role, reason, what in (("dkb", "loaded_executable_missing", "the executable"), ("cudart", "loaded_cudart_missing", "libcudart"),
+                               ("cuda", "loaded_driver_missing", "libcuda")):
+        @req(reason, 2, [(3, reason, "/loaded/objects")], f"{what} is not among the loaded objects")
+        def _(b, role=role):
+            b["loaded"]["objects"] = [o for o in b["loaded"]["objects"] if o["role"] != role]
+
+    @req("build_report_missing", 2, [(3, "build_report_missing", "/loaded/build_report")], "no build report")
+    def _(b):
+        del b["loaded"]["build_report"]
+
+    not_json = g.artifact_bytes("build-report-text", b"built with gcc 12 and nvcc 13.0\n", "txt")
+
+    @req("build_report_unreadable", 2, [(3, "build_report_unreadable", "/loaded/build_report")], "a build report that is free text")
+    def _(b):
+        b["artifacts"].append(not_json)
+        b["loaded"]["build_report"] = ref(not_json)
+
+    other_build = g.artifact("build-report-other", {"schema": "dkb.build-report/v1", "commit": OTHER_COMMIT, "dirty": False})
+
+    @req("build_report_commit_mismatch", 2, [(3, "build_report_commit_mismatch", "/loaded/build_report")],
+         "the binary was built from another commit than the source")
+    def _(b):
+        b["artifacts"].append(other_build)
+        b["loaded"]["build_report"] = ref(other_build)
+
+    @req("device_missing", 2, [(3, "device_missing", "/loaded/device")], "no device")
+    def _(b):
+        del b["loaded"]["device"]
+
+    @req("device_field_missing", 2, [(3, "device_field_missing", "/loaded/device/pci_bus_id")], "no PCI bus id")
+    def _(b):
+        del b["loaded"]["device"]["pci_bus_id"]
+
+    @req("device_field_invalid", 2, [(3, "device_field_invalid", "/loaded/device/compute_capability")], "compute capability 'sm_90'")
+    def _(b):
+        b["loaded"]["device"]["compute_capability"] = "sm_90"
+
+    # level 4
+    @req("dispatch_missing", 3, [(4, "dispatch_missing", "/dispatch")], "no dispatch record")
+    def _(b):
+        del b["dispatch"]
+
+    @req("call_key_missing", 3, [(4, "call_key_missing", "/dispatch/call_key")], "a digest without the readable key")
+    def _(b):
+        del b["dispatch"]["call_key"]
+
+    @req("call_key_field_missing", 3, [(4, "call_key_field_missing", "/dispatch/call_key/graph_mode")], "no graph mode in the key")
+    def _(b):
+        del b["dispatch"]["call_key"]["graph_mode"]
+        refresh(b)
+
+    @req("call_key_inconsistent", 3, [(4, "call_key_inconsistent", "/dispatch/call_key/S_k_per_request")], "two lengths for B = 3")
+    def _(b):
+        b["dispatch"]["call_key"]["S_k_per_request"] = [9, 257]
+        refresh(b)
+
+    @req("call_key_sha256_missing", 3, [(4, "call_key_sha256_missing", "/dispatch/call_key_sha256")], "no call-key digest")
+    def _(b):
+        del b["dispatch"]["call_key_sha256"]
+
+    @req("call_key_sha256_mismatch", 3, [(4, "call_key_sha256_mismatch", "/dispatch/call_key_sha256")],
+         "the call changed (a longer context), the digest is old")
+    def _(b):
+        b["dispatch"]["call_key"]["S_k_per_request"] = [9, 257, 1001]
+
+    @req("diagnostic_missing", 3, [(4, "diagnostic_missing", "/dispatch/diagnostic")], "no dispatch diagnostic")
+    def _(b):
+        del b["dispatch"]["diagnostic"]
+
+    @req("request_missing", 3, [(4, "request_missing", "/dispatch/request")], "no request")
+    def _(b):
+        del b["dispatch"]["request"]
+
+    @req("outcome_missing", 3, [(4, "outcome_missing", "/dispatch/outcome")], "no outcome")
+    def _(b):
+        del b["dispatch"]["outcome"]
+
+    @req("candidates_missing", 3, [(4, "candidates_missing", "/dispatch/candidates"), (4, "selected_not_eligible", "/dispatch/selected")],
+         "no candidate list")
+    def _(b):
+        del b["dispatch"]["candidates"]
+
+    @req("candidate_duplicate", 3, [(4, "candidate_duplicate", "/dispatch/candidates/3/backend")], "a backend listed twice")
+    def _(b):
+        b["dispatch"]["candidates"].append(copy.deepcopy(b["dispatch"]["candidates"][1]))
+
+    @req("candidate_reasons_inconsistent", 3, [(4, "candidate_reasons_inconsistent", "/dispatch/candidates/1")],
+         "an ineligible candidate without its rejection reasons")
+    def _(b):
+        b["dispatch"]["candidates"][1]["reasons"] = []
+
+    @req("forced_request_not_candidate", 3, [(4, "forced_request_not_candidate", "/dispatch/request"),
+                                             (4, "forced_request_fell_back", "/dispatch/selected")],
+         "a forced backend that is not registered, and a selection anyway")
+    def _(b):
+        b["dispatch"]["request"] = "flash_decoding_v9"
+
+    @req("selected_missing", 3, [(4, "selected_missing", "/dispatch/selected")], "outcome selected, selected null")
+    def _(b):
+        b["dispatch"]["selected"] = None
+
+    @req("selected_not_eligible", 3, [(4, "selected_not_eligible", "/dispatch/selected")], "selected an ineligible backend")
+    def _(b):
+        b["dispatch"]["selected"] = b["dispatch"]["plan_key"]["backend"] = "dkb_single_pass"
+        refresh(b)
+
+    @req("forced_request_fell_back", 3, [(4, "forced_request_fell_back", "/dispatch/selected")],
+         "forced dkb_single_pass (ineligible) but dkb_split_kv ran: a silent fallback")
+    def _(b):
+        b["dispatch"]["request"] = "dkb_single_pass"
+
+    @req("auto_selection_not_first_eligible", 3, [(4, "auto_selection_not_first_eligible", "/dispatch/selected")],
+         "auto selected priority 1 while priority 0 was eligible")
+    def _(b):
+        c = b["dispatch"]["candidates"]
+        c[0]["priority"], c[1]["priority"] = 1, 0
+        c[1]["eligible"], c[1]["reasons"] = True, []
+
+    @req("outcome_contradicts_candidates", 3, [(4, "outcome_contradicts_candidates", "/dispatch/outcome"),
+                                               (5, "no_backend_selected", "/dispatch/outcome")],
+         "auto reports no_eligible while dkb_split_kv is eligible")
+    def _(b):
+        b["dispatch"]["outcome"] = "no_eligible"
+        b["dispatch"]["selected"] = None
+
+    for field, reason in (("split_count", "split_count_missing"), ("workspace_bytes", "workspace_bytes_missing"),
+                          ("plan_key", "plan_key_missing"), ("plan_key_sha256", "plan_key_sha256_missing"),
+                          ("required_kernels", "required_kernels_missing")):
+        @req(reason, 3, [(4, reason, "/dispatch/" + field)], f"a selected plan without {field}")
+        def _(b, field=field):
+            del b["dispatch"][field]
+
+    @req("plan_key_contradicts_dispatch", 3, [(4, "plan_key_contradicts_dispatch", "/dispatch/plan_key/split_count")],
+         "the plan key says 8 splits, the dispatch 4")
+    def _(b):
+        b["dispatch"]["plan_key"]["split_count"] = 8
+        refresh(b)
+
+    @req("workspace_inconsistent", 3, [(4, "workspace_inconsistent", "/dispatch/workspace_bytes")], "4 splits, 0 workspace bytes")
+    def _(b):
+        b["dispatch"]["workspace_bytes"] = b["dispatch"]["plan_key"]["workspace_bytes"] = 0
+        refresh(b)
+
+    @req("plan_key_sha256_mismatch", 3, [(4, "plan_key_sha256_mismatch", "/dispatch/plan_key_sha256")], "the plan gained a field, its digest is old")
+    def _(b):
+        b["dispatch"]["plan_key"]["kv_tile"] = 64
+
+    @req("plan_key_contradicts_call_key", 3, [(4, "plan_key_contradicts_call_key", "/dispatch/plan_key/d_v")], "a stale plan for d_v = 64")
+    def _(b):
+        b["dispatch"]["plan_key"]["d_v"] = 64
+        refresh(b)
+
+    # level 5
+    @req("execution_missing", 4, [(5, "execution_missing", "/execution")], "no execution record")
+    def _(b):
+        del b["execution"]
+
+    @req("no_backend_selected", 4, [(5, "no_backend_selected", "/dispatch/outcome"), (0, "claimed_level_exceeds_computed", "/claimed_level")],
+         "a forced, ineligible backend failed closed (a valid level-4 diagnostic), yet execution is claimed", extra_over=False)
+    def _(b):
+        d = b["dispatch"]
+        d["request"], d["outcome"], d["selected"] = "dkb_single_pass", "rejected", None
+        b["status"] = {"terminal": "backend_rejected", "reasons": [{"id": "backend_rejected", "detail": "page_size=16 unsupported"}]}
+
+    for field, reason in (("trace", "trace_missing"), ("nvtx_range", "nvtx_range_missing"),
+                          ("external_correlation_id", "external_correlation_missing")):
+        @req(reason, 4, [(5, reason, "/execution/" + field)], f"no {field}")
+        def _(b, field=field):
+            del b["execution"][field]
+
+    @req("trace_dropped_records", 4, [(5, "trace_dropped_records", "/execution/dropped_records")], "CUPTI dropped 12 records")
+    def _(b):
+        b["execution"]["dropped_records"] = 12
+
+    @req("profiler_missing", 4, [(5, "profiler_missing", "/execution/profiler/version")], "no profiler version")
+    def _(b):
+        del b["execution"]["profiler"]["version"]
+
+    @req("profiler_library_not_loaded", 4, [(5, "profiler_library_not_loaded", "/loaded/objects")], "libcupti is not among the loaded objects")
+    def _(b):
+        b["loaded"]["objects"] = [o for o in b["loaded"]["objects"] if o["role"] != "cupti"]
+
+    @req("kernels_missing", 4, [(5, "kernels_missing", "/execution/kernels"),
+                                (5, "required_kernel_not_observed", "/dispatch/required_kernels/0"),
+                                (5, "required_kernel_not_observed", "/dispatch/required_kernels/1"),
+                                (5, "producer_kernel_not_observed", "/execution/kernels"),
+                                (5, "combine_kernel_not_observed", "/execution/kernels")], "no kernel records")
+    def _(b):
+        b["execution"]["kernels"] = []
+
+    combine_gone = [(5, "required_kernel_not_observed", "/dispatch/required_kernels/1"), (5, "combine_kernel_not_observed", "/execution/kernels")]
+
+    @req("kernel_launches_missing", 4, [(5, "kernel_launches_missing", "/execution/kernels/1/launches")] + combine_gone, "the combine record has no launch count")
+    def _(b):
+        del b["execution"]["kernels"][1]["launches"]
+
+    @req("kernel_launches_not_positive", 4, [(5, "kernel_launches_not_positive", "/execution/kernels/1/launches")] + combine_gone, "the combine kernel launched 0 times")
+    def _(b):
+        b["execution"]["kernels"][1]["launches"] = 0
+
+    @req("kernel_geometry_invalid", 4, [(5, "kernel_geometry_invalid", "/execution/kernels/0/block")], "a block with two dimensions")
+    def _(b):
+        b["execution"]["kernels"][0]["block"] = [128, 1]
+
+    @req("required_kernel_not_observed", 4, [(5, "required_kernel_not_observed", "/dispatch/required_kernels/2")], "the plan requires a third kernel")
+    def _(b):
+        b["dispatch"]["required_kernels"].append("decode_split_kv_finalize")
+
+    @req("producer_kernel_not_observed", 4, [(5, "required_kernel_not_observed", "/dispatch/required_kernels/0"),
+                                             (5, "producer_kernel_not_observed", "/execution/kernels")], "another kernel ran instead of the producer")
+    def _(b):
+        b["execution"]["kernels"][0].update({"symbol": "_Z12other_kernelv", "demangled": "other_kernel()"})
+
+    @req("combine_kernel_not_observed", 4, [(5, "combine_kernel_not_observed", "/execution/kernels")], "4 splits, the plan lists only the producer, no combine ran")
+    def _(b):
+        b["execution"]["kernels"].pop(1)
+        b["dispatch"]["required_kernels"].pop(1)
+
+    # level 6
+    for path, reason in (("", "measurement_missing"), ("/correctness", "correctness_missing"),
+                         ("/correctness/reference", "correctness_reference_missing"), ("/correctness/rtol", "correctness_tolerance_missing"),
+                         ("/correctness/passed", "correctness_result_missing"), ("/correctness/output", "correctness_output_missing"),
+                         ("/correctness/lse", "correctness_lse_missing"), ("/correctness/cache", "correctness_cache_missing"),
+                         ("/timing", "timing_missing"), ("/timing/method", "timing_method_missing"),
+                         ("/timing/samples_us", "timing_samples_missing"), ("/timing/summary", "timing_summary_missing"),
+                         ("/timing/stop_rule", "timing_stop_rule_missing")):
+        @req(reason, 5, [(6, reason, "/measurement" + path)], f"no /measurement{path}")
+        def _(b, path=path):
+            if not path:
+                del b["measurement"]
+                return
+            parts = path.strip("/").split("/")
+            node = b["measurement"]
+            for p in parts[:-1]:
+                node = node[p]
+            del node[parts[-1]]
+
+    @req("correctness_failed", 5, [(6, "correctness_failed", "/measurement/correctness/passed")], "correctness failed, status says complete")
+    def _(b):
+        c = b["measurement"]["correctness"]
+        c["passed"] = False
+        c["output"]["violations"] = 37
+
+    @req("correctness_tolerance_not_frozen", 5, [(6, "correctness_tolerance_not_frozen", "/measurement/correctness/atol")],
+         "atol loosened after the fact: 0.01 against the frozen 0.002")
+    def _(b):
+        b["measurement"]["correctness"]["atol"] = 0.01
+
+    @req("correctness_output_empty", 5, [(6, "correctness_output_empty", "/measurement/correctness/output/n")], "compared nothing")
+    def _(b):
+        b["measurement"]["correctness"]["output"]["n"] = 0
+
+    @req("correctness_cache_required", 5, [(6, "correctness_cache_required", "/measurement/correctness/cache")],
+         "an append call whose cache state was not compared")
+    def _(b):
+        b["dispatch"]["call_key"]["phase"] = "append"
+        refresh(b)
+
+    @req("correctness_passed_with_violations", 5, [(6, "correctness_passed_with_violations", "/measurement/correctness/output/violations")],
+         "passed with 3 violations")
+    def _(b):
+        b["measurement"]["correctness"]["output"]["violations"] = 3
+
+    @req("timing_under_tracing", 5, [(6, "timing_under_tracing", "/measurement/timing/tracing")], "samples taken under CUPTI tracing")
+    def _(b):
+        b["measurement"]["timing"]["tracing"] = True
+
+    @req("timing_warmup_missing", 5, [(6, "timing_warmup_missing", "/measurement/timing/warmup")], "no warm-up")
+    def _(b):
+        b["measurement"]["timing"]["warmup"] = 0
+
+    def resample(b, samples, **stop):
+        t = b["measurement"]["timing"]
+        t["samples_us"] = samples
+        t["summary"] = stats(samples)
+        t["stop_rule"].update(stop)
+
+    @req("timing_too_few_samples", 5, [(6, "timing_too_few_samples", "/measurement/timing/samples_us")],
+         "19 samples (the rule itself stops at 10)")
+    def _(b):
+        s = b["measurement"]["timing"]["samples_us"][:19]
+        resample(b, s, min_samples=10, rule="at least 10 samples, stop when rel_stdev <= 0.05 or at 200")
+
+    @req("timing_sample_not_positive", 5, [(6, "timing_sample_not_positive", "/measurement/timing/samples_us/3")],
+         "a zero sample (an event pair that did not bracket the work)")
+    def _(b):
+        s = list(b["measurement"]["timing"]["samples_us"])
+        s[3] = 0.0
+        resample(b, s, max_rel_stdev=None)
+
+    @req("timing_summary_mismatch", 5, [(6, "timing_summary_mismatch", "/measurement/timing/summary/median")],
+         "a median that is not the raw samples' median")
+    def _(b):
+        b["measurement"]["timing"]["summary"]["median"] += 1.0
+
+    @req("timing_stop_rule_violated", 5, [(6, "timing_stop_rule_violated", "/measurement/timing/stop_rule")],
+         "40 samples under a rule that stops at 30")
+    def _(b):
+        b["measurement"]["timing"]["stop_rule"]["max_samples"] = 30
+
+    @req("counter_definition_incomplete", 5, [(6, "counter_definition_incomplete", "/measurement/counters/0/unit")], "a counter without unit")
+    def _(b):
+        del b["measurement"]["counters"][0]["unit"]
+
+    for name, mutate, computed, findings, description, options in R:
+        b = copy.deepcopy(base)
+        mutate(b)
+        g.write(f"requirement.{name}.bundle.json", b, computed, findings, description, options=options)
+
+
+# --------------------------------------------------------------------------------------------------
+# Documents that are not bundles.
+
+def malformed(g, base):
+    def text(b):
+        return json.dumps(b, indent=2, sort_keys=True) + "\n"
+
+    def case(name, mutate, error, description):
+        b = copy.deepcopy(base)
+        mutate(b)
+        g.write_malformed(name, text(b), error, description)
+
+    g.write_malformed("not-json.json", '{"schema": "dkb.bundle/v1",\n  "meta": }\n', "2:11: unexpected token near '}'", "not JSON")
+    case("schema-v2.json", lambda b: b.update(schema="dkb.bundle/v2"), "/schema: must be 'dkb.bundle/v1' (got 'dkb.bundle/v2')", "another schema id")
+    case("oracle-report.json", lambda b: b.clear() or b.update({"schema": "dkb.oracle-report/v1", "fixtures": []}),
+         "/schema: must be 'dkb.bundle/v1' (got 'dkb.oracle-report/v1')", "another dkb document")
+    case("unknown-key.json", lambda b: b.update(colour="blue"), "/colour: unknown key", "an unknown top-level key")
+    case("claimed-level-string.json", lambda b: b.update(claimed_level="6"), "/claimed_level: must be an integer (got string)", "a wrong type")
+    case("claimed-level-7.json", lambda b: b.update(claimed_level=7), "/claimed_level: must be <= 6 (got 7)", "a level the ladder does not have")
+    case("sample-string.json", lambda b: b["measurement"]["timing"]["samples_us"].__setitem__(3, "12.5"),
+         "/measurement/timing/samples_us/3: must be a number (got string)", "a raw sample written as text")
+    case("meta-commit.json", lambda b: b["meta"].update(commit="main"),
+         "/meta/commit: must be 40 lower-case hex digits (got 'main')", "meta is written by dkb: its commit is always 40 hex")
+    case("artifact-name.json", lambda b: b["artifacts"][0].update(name="../loader-map.json"),
+         "/artifacts/0/name: must be a plain file name of letters, digits, '.', '_' and '-' not starting with '.' (got '../loader-map.json')",
+         "an artifact outside the bundle folder")
+    case("device-unknown-key.json", lambda b: b["loaded"]["device"].update(clock_mhz=1980), "/loaded/device/clock_mhz: unknown key",
+         "an unknown key inside a section")
+    case("object-role.json", lambda b: b["loaded"]["objects"][2].update(role="driver"),
+         "/loaded/objects/2/role: must be one of: dkb, cudart, cupti, cuda, nvperf, nvml, other (got 'driver')", "an unknown role")
+    case("terminal.json", lambda b: b["status"].update(terminal="finished"),
+         "/status/terminal: must be one of: complete, cuda_runtime_unavailable, no_gpu, profiler_unavailable, backend_rejected, "
+         "no_eligible_backend, launch_failed, correctness_failed, internal_error (got 'finished')", "an unknown terminal state")
+    case("missing-meta.json", lambda b: b.pop("meta"), "/: missing required key 'meta'", "no meta")
+
+
+def main():
+    out = os.path.abspath(sys.argv[1] if len(sys.argv) > 1 else os.path.join(ROOT, "fixtures", "bundles"))
+    if os.path.exists(out):
+        if not os.path.exists(os.path.join(out, "manifest.json")):
+            sys.exit(f"{out}: exists and has no manifest.json; refusing to replace it")
+        shutil.rmtree(out)
+    os.makedirs(out)
+    g = Gen(out)
+    files = write_source_tree(out)
+    base, arts = base_bundle(g, files)
+    synthetic_levels(g, base)
+    promotions(g, base)
+    requirements(g, base, arts)
+    malformed(g, base)
+    with open(os.path.join(out, "manifest.json"), "w") as f:
+        f.write(json.dumps({"schema": "dkb.bundle-fixtures/v1", "generator": "tools/gen-bundle-fixtures.py",
+                            "source_root": "fixtures/bundles/source-tree", "fixtures": g.manifest},
+                           indent=2, sort_keys=True) + "\n")
+
+
+if __name__ == "__main__":
+    main()
