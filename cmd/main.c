@@ -41,6 +41,34 @@ static const struct command COMMANDS[] = {
      "or of the sub-document named by --pointer (RFC 6901).\n\n"
      "  --pointer P   digest only the value at JSON Pointer P\n"
      "  --canonical   print the canonical bytes instead of the digest\n"},
+    {"run", cmd_run,
+     "dkb run FIXTURE [-o DIR] [--backend NAME|auto] [--warmup N] [--samples N] [--max-samples N] [--max-noise PCT] "
+     "[--max-time S] [--cold] [--graph] [--counters] [--no-timing] [--require-level N] [--dump DIR | --dump-on-fail DIR] "
+     "[--quiet]",
+     "run one frozen decode call and write a graded evidence bundle",
+     "Runs the decode call frozen in FIXTURE (schema dkb.decode/v1): seeded, poisoned inputs in the\n"
+     "declared cache layout; the launch plan; admission of every registered backend; the float64 oracle;\n"
+     "on a GPU a capture pass (NVTX range + CUPTI kernel records), correctness against the oracle, a timing\n"
+     "pass without tracing, and optionally a counters pass. Writes DIR/bundle.json and its content-addressed\n"
+     "artifacts atomically, graded by the same ladder `dkb validate` runs. Without a GPU the bundle stops at\n"
+     "the level the host can prove, with its reason.\n\n"
+     "  -o, --output DIR     bundle folder (default out)\n"
+     "  --backend NAME       force a backend (fails closed) or 'auto' (default: the fixture's request)\n"
+     "  --warmup N           launches before the first sample (default 3)\n"
+     "  --samples N          minimum raw samples, >= 20 (default 20)\n"
+     "  --max-samples N      hard cap on samples\n"
+     "  --max-noise PCT      stop once the relative stdev is below PCT percent (default 0.5)\n"
+     "  --max-time S         wall-clock limit of the sampling loop (default 15)\n"
+     "  --cold               flush L2 before every sample\n"
+     "  --graph              time CUDA graph replays of the call (graph mode becomes part of the call key)\n"
+     "  --counters           collect dram__bytes_read/write.sum and gpu__time_duration.sum in their own pass\n"
+     "  --no-timing          skip the timing pass (the bundle then stops at level 5)\n"
+     "  --require-level N    exit 4 (environment) or 1 (failure) when the bundle proves less than N\n"
+     "  --dump DIR           write every tensor as NumPy .npy plus index.json\n"
+     "  --dump-on-fail DIR   the same, kept only when correctness fails\n"
+     "  --quiet              no progress lines on stderr\n\n"
+     "Exit 0 when the run completed, 1 when correctness failed, 3 on a malformed fixture, 4 when\n"
+     "--require-level asks for more than this host can give.\n"},
     {"validate", cmd_validate,
      "dkb validate BUNDLE... [--require-level N] [--json] [--source-root DIR] [--allow-synthetic] [--list-reasons]",
      "grade evidence bundles on the six-level ladder (the CI gate)",

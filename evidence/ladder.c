@@ -579,7 +579,8 @@ static json_t *art_json(struct lctx *c, const struct art *a) {
 static void read_header(struct lctx *c) {
   static const char *const top_req[] = {"schema", "meta", "synthetic", "claimed_level", "status", "fixture",
                                         "artifacts", NULL};
-  static const char *const top_opt[] = {"source", "chain", "loaded", "dispatch", "execution", "measurement", NULL};
+  static const char *const top_opt[] = {"source", "chain", "loaded", "dispatch", "execution", "measurement", "ledgers",
+                                        NULL};
   static const char *const meta_req[] = {"tool", "version", "commit", "dirty", "argv", "created", "host", NULL};
   static const char *const fix_req[] = {"path", "name", "sha256", NULL};
   const json_t *b = c->b;
@@ -1175,7 +1176,7 @@ static void level4_call_key(struct lctx *c, const json_t *ck) {
 static void level4_dispatch(struct lctx *c) {
   static const char *const opt[] = {"call_key", "call_key_sha256", "request", "candidates", "outcome", "selected",
                                     "split_count", "workspace_bytes", "plan_key", "plan_key_sha256",
-                                    "required_kernels", "diagnostic", NULL};
+                                    "required_kernels", "diagnostic", "plan", NULL};
   static const char *const creq[] = {"backend", "priority", "in_domain", "eligible", NULL};
   static const char *const copt[] = {"reasons", NULL};
   static const char *const outcomes[] = {"selected", "rejected", "no_eligible", NULL};
@@ -1475,7 +1476,8 @@ static int mutates_cache(const json_t *ck) {
 }
 
 static void level6_correctness(struct lctx *c, const json_t *m) {
-  static const char *const opt[] = {"reference", "passed", "atol", "rtol", "output", "lse", "cache", NULL};
+  static const char *const opt[] = {"reference", "passed", "atol", "rtol", "output", "lse", "cache", "lse_atol",
+                                    "lse_rtol", "cache_rule", NULL};
   const char *p = "/measurement/correctness";
   const json_t *cr = get(c, m, "/measurement", "correctness", TY_OBJ);
   if (!cr) { finding(c, 6, "correctness_missing", p, "no comparison against the float64 oracle"); return; }
@@ -1600,7 +1602,7 @@ static void level6_timing(struct lctx *c, const json_t *m) {
 }
 
 static void level6_measurement(struct lctx *c) {
-  static const char *const opt[] = {"correctness", "timing", "counters", NULL};
+  static const char *const opt[] = {"correctness", "timing", "counters", "counters_pass", NULL};
   static const char *const creq[] = {"name", "value", NULL};
   static const char *const copt[] = {"unit", "numerator", "denominator", "scope", "replay", NULL};
   static const char *const defs[] = {"unit", "numerator", "denominator", "scope", NULL};

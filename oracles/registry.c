@@ -92,8 +92,9 @@ size_t dispatch_key_check(const struct dispatch_key *k, struct admit_reasons *wh
     admit_fail(why, "window=%lld given for mask_kind=%s", k->window, DK_MASK_NAMES[k->mask_kind]);
   }
   if (k->device_type == DK_CUDA) {
-    if (k->compute_capability == DK_ABSENT) admit_fail(why, "device_type=cuda requires compute_capability");
-    else if (k->compute_capability <= 0)
+    /* absent = the environment could not be observed (no driver, no device): not a malformed call;
+     * every backend's hardware predicate then rejects it with that reason */
+    if (k->compute_capability != DK_ABSENT && k->compute_capability <= 0)
       admit_fail(why, "compute_capability=%lld must be > 0", k->compute_capability);
   } else {
     if (k->compute_capability != DK_ABSENT)

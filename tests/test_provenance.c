@@ -101,7 +101,7 @@ static void source_manifest_hashes_the_compiled_working_tree(void **s) {
 static void chain_specs_are_schema_valid(void **s) {
   (void)s;
   schema_check("schemas/chain-spec.schema.json",
-               "tools/chain.json tools/chain.run.json tests/data/provenance/chain_test.json");
+               "tools/chain.json tests/data/provenance/chain_test.json");
 }
 
 static json_t *symbol(json_t *doc, const char *name) {

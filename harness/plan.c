@@ -1,0 +1,178 @@
+/* plan.c - split planning over visible tiles (see plan.h). */
+#include "plan.h"
+#include "kernels/decode.h"
+#include "oracles/dtype.h"
+#include "oracles/schedule.h"
+#include "oracles/split_state.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+struct range { int64_t a, e; };
+
+struct builder {
+  struct decode_plan *p;
+  int cap;
+};
+
+static void push_item(struct builder *bl, int b, int64_t lo, int64_t hi) {
+  struct decode_plan *p = bl->p;
+  if (p->n_items == bl->cap) {
+    bl->cap = bl->cap ? 2 * bl->cap : 256;
+    p->item_b = realloc(p->item_b, (size_t)bl->cap * sizeof *p->item_b);
+    p->item_lo = realloc(p->item_lo, (size_t)bl->cap * sizeof *p->item_lo);
+    p->item_hi = realloc(p->item_hi, (size_t)bl->cap * sizeof *p->item_hi);
+    p->item_slot = realloc(p->item_slot, (size_t)bl->cap * sizeof *p->item_slot);
+  }
+  p->item_b[p->n_items] = b;
+  p->item_lo[p->n_items] = lo;
+  p->item_hi[p->n_items] = hi;
+  p->item_slot[p->n_items] = p->total_slots++;
+  p->n_items++;
+}
+
+/* Visible ranges of request b: maximal runs of non-SKIP tiles, clamped to its keys. Counts classes. */
+static int visible_ranges(const struct decode_call *c, const struct decode_inputs *in, int b, int64_t T,
+                          struct range **out, int64_t tiles[3]) {
+  const int64_t N = c->kv_len[b], q0 = N - c->C, q1 = N;
+  int n = 0, cap = 0;
+  struct range *r = NULL;
+  for (int64_t k0 = 0; k0 < N; k0 += T) {
+    int64_t k1 = k0 + T < N ? k0 + T : N;
+    enum tile_class cl = mask_tile_class(&in->mask, b, q0, q1, k0, k1);
+    tiles[cl]++;
+    if (cl == TILE_SKIP) continue;
+    if (n && r[n - 1].e == k0) { r[n - 1].e = k1; continue; }
+    if (n == cap) r = realloc(r, (size_t)(cap = cap ? 2 * cap : 4) * sizeof *r);
+    r[n].a = k0;
+    r[n].e = k1;
+    n++;
+  }
+  *out = r;
+  return n;
+}
+
+/* Cuts the concatenated visible keys of one request into `pieces` parts, either balanced at key
+ * granularity (0x03B) or in whole tiles, and emits one item per (part, range) intersection. A part with
+ * no key still emits one identity item, so every slot the combine reads is written. */
+static void cut(struct builder *bl, int b, const struct range *r, int nr, int64_t pieces, int64_t tile, int by_tile) {
+  int64_t total = 0;
+  for (int i = 0; i < nr; i++) total += r[i].e - r[i].a;
+  int64_t units = by_tile ? (total + tile - 1) / tile : total;
+  for (int64_t s = 0; s < pieces; s++) {
+    long long us, ue;
+    ss_balanced_bounds(units, pieces, s, &us, &ue);
+    int64_t ks = by_tile ? us * tile : us, ke = by_tile ? ue * tile : ue;
+    if (ke > total) ke = total;
+    if (ks > total) ks = total;
+    int emitted = 0;
+    int64_t base = 0;
+    for (int i = 0; i < nr; i++) {
+      int64_t len = r[i].e - r[i].a, lo = ks > base ? ks : base, hi = ke < base + len ? ke : base + len;
+      if (lo < hi) { push_item(bl, b, r[i].a + (lo - base), r[i].a + (hi - base)); emitted = 1; }
+      base += len;
+    }
+    if (!emitted) push_item(bl, b, 0, 0);
+  }
+}
+
+int plan_build(const struct decode_call *c, const struct decode_inputs *in, const struct plan_opts *o,
+               struct decode_plan *p, struct dkb_err *err) {
+  memset(p, 0, sizeof *p);
+  const int64_t T = o->tile_tokens > 0 ? o->tile_tokens : 64;
+  struct builder bl = {p, 0};
+  struct range **rs = calloc((size_t)c->B, sizeof *rs);
+  int *nr = calloc((size_t)c->B, sizeof *nr);
+  int64_t max_tiles = 0;
+  for (int b = 0; b < c->B; b++) {
+    nr[b] = visible_ranges(c, in, b, T, &rs[b], p->tiles);
+    int64_t vis = 0;
+    for (int i = 0; i < nr[b]; i++) vis += rs[b][i].e - rs[b][i].a;
+    p->visible_keys += vis;
+    if ((vis + T - 1) / T > max_tiles) max_tiles = (vis + T - 1) / T;
+  }
+  switch (c->split_policy) {
+  case SPLIT_FIXED:
+    p->splits = c->splits;
+    p->capacity = c->capacity;
+    break;
+  case SPLIT_CHUNK:
+    p->splits = 0;  /* per request below */
+    break;
+  default: {
+    int sms = o->sm_count > 0 ? o->sm_count : 132, per = o->ctas_per_sm > 0 ? o->ctas_per_sm : 2;
+    p->heuristic_sms = sms * per;
+    int s = sched_fa2_num_splits((long long)c->B * c->H_kv, p->heuristic_sms, max_tiles > 0 ? (int)max_tiles : 1,
+                                 c->max_splits, NULL);
+    if (s < 1) {
+      free(nr);
+      for (int b = 0; b < c->B; b++) free(rs[b]);
+      free(rs);
+      return dkb_err_set(err, DKB_INTERNAL, c->file, "/split", "split heuristic rejected its arguments");
+    }
+    p->splits = s;
+    p->capacity = s;
+  }
+  }
+  p->slot_indptr = calloc((size_t)c->B + 1, sizeof *p->slot_indptr);
+  for (int b = 0; b < c->B; b++) {
+    int64_t vis = 0;
+    for (int i = 0; i < nr[b]; i++) vis += rs[b][i].e - rs[b][i].a;
+    if (c->split_policy == SPLIT_FIXED) {
+      cut(&bl, b, rs[b], nr[b], c->splits, T, 0);
+      for (int s = c->splits; s < c->capacity; s++) push_item(&bl, b, 0, 0);  /* inactive capacity slots */
+    } else if (c->split_policy == SPLIT_CHUNK) {
+      int64_t pieces = vis ? (vis + c->chunk - 1) / c->chunk : 1;
+      /* chunks are whole multiples of the tile when the chunk allows it */
+      int64_t tiles_per = c->chunk % T == 0 ? c->chunk / T : 0;
+      if (tiles_per) cut(&bl, b, rs[b], nr[b], pieces, T, 1);
+      else cut(&bl, b, rs[b], nr[b], pieces, T, 0);
+    } else {
+      /* auto: at most one piece per visible tile, never an empty piece */
+      int64_t tiles = (vis + T - 1) / T, pieces = p->splits < tiles ? p->splits : tiles;
+      cut(&bl, b, rs[b], nr[b], pieces > 0 ? pieces : 1, T, 1);
+    }
+    p->slot_indptr[b + 1] = p->total_slots;
+    int n = p->slot_indptr[b + 1] - p->slot_indptr[b];
+    if (n > p->max_slots) p->max_slots = n;
+    free(rs[b]);
+  }
+  free(rs);
+  free(nr);
+  if (c->split_policy == SPLIT_CHUNK) p->splits = p->capacity = p->max_slots;
+  p->direct = p->max_slots == 1;
+  if (!p->direct) {
+    int64_t rows = (int64_t)p->total_slots * c->H_q * c->C;
+    int64_t per = c->abi == DKB_ABI_MLU ? (int64_t)c->dv * 4 + 4 + 4 + 1
+                                        : (int64_t)c->dv * (int64_t)dkb_dtype_bytes((enum dkb_dtype)c->ws_o_dtype) + 4 + 1;
+    p->workspace_bytes = rows * per;
+  }
+  return 0;
+}
+
+void plan_release(struct decode_plan *p) {
+  free(p->item_b); free(p->item_lo); free(p->item_hi); free(p->item_slot); free(p->slot_indptr);
+  memset(p, 0, sizeof *p);
+}
+
+int64_t plan_visible_kv_bytes(const struct decode_call *c, const struct decode_plan *p) {
+  return p->visible_keys * c->H_kv * (int64_t)(c->dk + c->dv) * (int64_t)dkb_dtype_bytes((enum dkb_dtype)c->dtype);
+}
+
+json_t *plan_json(const struct decode_call *c, const struct decode_plan *p) {
+  static const char *const POL[] = {"fixed", "auto", "chunk"};
+  json_t *slots = json_array();
+  for (int b = 0; b < c->B; b++) json_array_append_new(slots, json_integer(p->slot_indptr[b + 1] - p->slot_indptr[b]));
+  json_t *items = json_array();
+  const int shown = p->n_items < 512 ? p->n_items : 512;  /* bounded: the bundle stays small */
+  for (int i = 0; i < shown; i++)
+    json_array_append_new(items, json_pack("[i,I,I,i]", p->item_b[i], (json_int_t)p->item_lo[i], (json_int_t)p->item_hi[i], p->item_slot[i]));
+  json_t *j = json_pack("{s:s,s:i,s:i,s:i,s:b,s:o,s:i,s:o,s:I,s:{s:I,s:I,s:I},s:I}", "policy", POL[c->split_policy], "splits",
+                        p->splits, "capacity", p->capacity, "max_slots_per_request", p->max_slots, "direct", p->direct,
+                        "slots_per_request", slots, "items", p->n_items, "item_table", items, "workspace_bytes",
+                        (json_int_t)p->workspace_bytes, "tiles", "SKIP", (json_int_t)p->tiles[0], "FULL",
+                        (json_int_t)p->tiles[1], "PARTIAL", (json_int_t)p->tiles[2], "visible_keys", (json_int_t)p->visible_keys);
+  json_object_set_new(j, "item_table_truncated", json_boolean(shown < p->n_items));
+  if (c->split_policy == SPLIT_AUTO) json_object_set_new(j, "heuristic_sms", json_integer(p->heuristic_sms));
+  return j;
+}

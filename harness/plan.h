@@ -1,0 +1,53 @@
+/* plan.h - the immutable launch plan of one decode call (article 0x03, 0x05C, 0x09).
+ * For each request the planner classifies the kernel's key tiles (SKIP / FULL / PARTIAL, 0x05C) and
+ * plans only over the visible tiles: SKIP tiles load neither K/V nor page-table entries, and a split
+ * never owns only skipped tiles. Visible keys are then cut by the split policy into work items; each
+ * item owns one state slot. Fixed S cuts at key granularity with the balanced quotient/remainder
+ * bounds of 0x03B (a capacity envelope S_capacity > S adds identity-writing items); chunk and auto
+ * cut at tile granularity, auto taking S from FlashAttention-2's heuristic (oracles/schedule.h) with
+ * the device's SM count times the kernel's CTAs per SM. A plan whose requests all have exactly one
+ * slot writes O directly and launches no combine kernel. */
+#ifndef DKB_PLAN_H
+#define DKB_PLAN_H
+
+#include <stdint.h>
+
+#include <jansson.h>
+
+#include "decode_call.h"
+#include "err.h"
+#include "inputs.h"
+
+struct plan_opts {
+  int tile_tokens;    /* keys per kernel tile (dkb_decode_tile_tokens); also the SKIP granularity */
+  int sm_count;       /* device SMs (auto policy); 0 when no device: auto then plans for 132 */
+  int ctas_per_sm;    /* resident producer CTAs per SM (auto policy); 0 = 2 */
+};
+
+struct decode_plan {
+  int n_items;
+  int32_t *item_b;         /* [n_items] request of each item */
+  int64_t *item_lo, *item_hi; /* [n_items] keys [lo, hi) of the item (lo == hi: identity item) */
+  int32_t *item_slot;      /* [n_items] */
+  int32_t *slot_indptr;    /* [B+1] */
+  int total_slots;
+  int direct;              /* one slot per request: no workspace, no combine */
+  int splits;              /* the policy's split count S (auto: the heuristic's answer) */
+  int capacity;            /* S_capacity (fixed policy), else = splits */
+  int max_slots;           /* largest slot count of one request */
+  int64_t workspace_bytes; /* workspace of the selected ABI (0 when direct) */
+  int64_t tiles[3];        /* tile classes over all requests: [SKIP, FULL, PARTIAL] */
+  int64_t visible_keys;    /* keys in non-SKIP tiles, summed over requests (each read once per K/V head) */
+  int heuristic_sms;       /* auto: the effective SM count given to the heuristic */
+};
+
+int plan_build(const struct decode_call *c, const struct decode_inputs *in, const struct plan_opts *o,
+               struct decode_plan *p, struct dkb_err *err);
+void plan_release(struct decode_plan *p);
+/* The plan as recorded in a bundle: policy, S, capacity, per-request slot counts, items (bounded),
+ * workspace bytes, tile-class counts. */
+json_t *plan_json(const struct decode_call *c, const struct decode_plan *p);
+/* Bytes of K/V in the visible tiles (what a kernel that skips SKIP tiles must read). */
+int64_t plan_visible_kv_bytes(const struct decode_call *c, const struct decode_plan *p);
+
+#endif

@@ -1,0 +1,51 @@
+/* runner.h - one `dkb run` end to end (DESIGN.md "One dkb run, as data flows"):
+ *   call -> inputs (seeded, poisoned) -> plan -> admission -> float64 oracle -> capture pass (NVTX +
+ *   CUPTI) -> correctness -> timing pass (no tracing) -> counters pass -> loader map -> bundle.
+ * Nothing here prints: progress goes through a callback, and the outcome is a graded bundle written
+ * atomically in the output folder. A missing GPU, driver or profiler is recorded in the bundle, which
+ * then stops at the level it proves. `dkb bench` runs the same function for every case. */
+#ifndef DKB_RUNNER_H
+#define DKB_RUNNER_H
+
+#include <jansson.h>
+
+#include "decode_call.h"
+#include "err.h"
+#include "timing.h"
+
+struct run_opts {
+  const char *out_dir;              /* the bundle folder (created) */
+  struct dkb_timing_opts timing;    /* warmup, samples, noise rule, max time, cold, graph */
+  int timing_enabled;               /* 0: no timing pass (bundle stops at level 5) */
+  int counters;                     /* collect the CUPTI range-profiler counters in their own pass */
+  const char *dump_dir;             /* write NumPy dumps here (NULL: none) */
+  int dump_on_fail;                 /* keep the dump only when correctness fails */
+  int argc;
+  char **argv;
+  void (*progress)(void *ctx, const char *stage, const char *detail);
+  void *progress_ctx;
+};
+
+struct run_result {
+  json_t *bundle;            /* the written bundle (owned) */
+  int level;                 /* computed level L* */
+  char terminal[64];         /* status.terminal */
+  int gpu;                   /* a device was used */
+  int correctness;           /* 1 passed, 0 failed, -1 not run */
+  double out_max_abs, out_max_rel, lse_max_abs;
+  long long out_violations;
+  double median_us;          /* timing median, 0 when not timed */
+  double kv_bytes, io_bytes; /* unique K/V payload (visible tiles) and K/V + Q + O bytes */
+  double visible_kv_bytes;
+  int splits;                /* split count of the plan */
+  int direct;                /* the plan wrote O directly (no combine kernel) */
+  char selected[64];         /* selected backend, "" when none */
+  char kernels[512];         /* observed kernel symbols (demangled, short), comma separated */
+  long long tiles[3];        /* SKIP, FULL, PARTIAL */
+  char dump_dir[512];        /* where the dump went, "" when none was kept */
+};
+
+int runner_execute(struct decode_call *c, const struct run_opts *o, struct run_result *res, struct dkb_err *err);
+void run_result_release(struct run_result *r);
+
+#endif

@@ -1,0 +1,707 @@
+// decode.cu - dkb's split-KV decode kernels (article 0x02-0x06), the subject under test dkb ships.
+//
+// Kernel versions that exist (STYLE 9):
+//   decode_split_kv_producer<T, D_PAD, R_MAX, NT>  one CTA per (work item, K/V head): all g*C query rows
+//       of the K/V head group share every K/V tile it loads (GQA read once per group); a cp.async
+//       pipeline of kStages tiles; scores on CUDA cores in fp32; online softmax in base 2; writes the
+//       split state (m,l,u) or (LSE,O) of its slot, or the final O directly when the plan has one item
+//       per request. Empty items and items past a request's keys write the empty identity.
+//   decode_split_kv_combine<T, WS>   one CTA per (request, query row, query head): exact merge of the
+//       request's slots, branching on validity before any exponential (0x02C); all-masked -> O=0, LSE=-inf.
+//   decode_naive_reference<T>        one CTA per output row, three passes over all keys, no split: the
+//       broad-support GPU reference backend.
+//   decode_append_kv<T>              writes the C new K/V rows into the cache before attention.
+// Float64 oracles with the same contracts: oracles/split_state.c (state algebra), oracles/kv_address.c
+// (addresses), oracles/mask.c (visibility), harness/decode_ref.c (the whole call).
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+#include <cuda_runtime.h>
+
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "decode.h"
+
+// Mirrors of the oracle enums (oracles/kv_address.h, oracles/mask.h); checked on the host side.
+enum { L_CONTIG_NHD, L_CONTIG_HND, L_RAGGED_NHD, L_PAGED_NHD, L_PAGED_HND };
+enum { TBL_NONE, TBL_DENSE, TBL_CSR };
+enum { M_NONE, M_CAUSAL, M_WINDOW, M_FLASHMASK };
+enum { T_SKIP, T_FULL, T_PARTIAL };
+
+namespace {
+
+constexpr int kStages = 3;
+constexpr float kLog2e = 1.4426950408889634f;
+constexpr float kLn2 = 0.6931471805599453f;
+
+// ---- element conversions ------------------------------------------------------------------------
+template <typename T> __device__ __forceinline__ float to_f(T x);
+template <> __device__ __forceinline__ float to_f<float>(float x) { return x; }
+template <> __device__ __forceinline__ float to_f<__half>(__half x) { return __half2float(x); }
+template <> __device__ __forceinline__ float to_f<__nv_bfloat16>(__nv_bfloat16 x) { return __bfloat162float(x); }
+template <typename T> __device__ __forceinline__ T from_f(float x);
+template <> __device__ __forceinline__ float from_f<float>(float x) { return x; }
+template <> __device__ __forceinline__ __half from_f<__half>(float x) { return __float2half_rn(x); }
+template <> __device__ __forceinline__ __nv_bfloat16 from_f<__nv_bfloat16>(float x) { return __float2bfloat16_rn(x); }
+
+// One 16-byte chunk of T widened to floats.
+template <typename T> struct Chunk;
+template <> struct Chunk<float> {
+  __device__ __forceinline__ static void load(const void *p, float *f) {
+    float4 v = *reinterpret_cast<const float4 *>(p);
+    f[0] = v.x; f[1] = v.y; f[2] = v.z; f[3] = v.w;
+  }
+};
+template <> struct Chunk<__half> {
+  __device__ __forceinline__ static void load(const void *p, float *f) {
+    uint4 v = *reinterpret_cast<const uint4 *>(p);
+    const __half2 *h = reinterpret_cast<const __half2 *>(&v);
+#pragma unroll
+    for (int i = 0; i < 4; i++) { float2 t = __half22float2(h[i]); f[2 * i] = t.x; f[2 * i + 1] = t.y; }
+  }
+};
+template <> struct Chunk<__nv_bfloat16> {
+  __device__ __forceinline__ static void load(const void *p, float *f) {
+    uint4 v = *reinterpret_cast<const uint4 *>(p);
+    const __nv_bfloat162 *h = reinterpret_cast<const __nv_bfloat162 *>(&v);
+#pragma unroll
+    for (int i = 0; i < 4; i++) { float2 t = __bfloat1622float2(h[i]); f[2 * i] = t.x; f[2 * i + 1] = t.y; }
+  }
+};
+
+// ---- async copies ---------------------------------------------------------------------------------
+// 16-byte global->shared copy that bypasses L1; src_bytes 0 writes zeros (tails, padded lanes), so a
+// poisoned (NaN) row past the context is never even read.
+__device__ __forceinline__ void cp_async16(void *smem, const void *gmem, int src_bytes) {
+  unsigned s = (unsigned)__cvta_generic_to_shared(smem);
+  asm volatile("cp.async.cg.shared.global.L2::128B [%0], [%1], 16, %2;\n" ::"r"(s), "l"(gmem), "r"(src_bytes));
+}
+__device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::); }
+template <int N> __device__ __forceinline__ void cp_async_wait() { asm volatile("cp.async.wait_group %0;\n" ::"n"(N)); }
+
+// ---- address translation: element offset of (request b, key t, kv head h, lane 0) ----------------
+// The same formulas as oracles/kv_address.c kv_offset(); d is the tensor's own head width.
+__device__ __forceinline__ int64_t kv_row_offset(const dkb_decode_params &p, int b, int64_t t, int h, int d) {
+  switch (p.layout) {
+  case L_CONTIG_NHD: {
+    int64_t row = p.cache_batch_idx ? p.cache_batch_idx[b] : b;
+    return ((row * p.T_cap + t) * p.H_kv + h) * d;
+  }
+  case L_CONTIG_HND: {
+    int64_t row = p.cache_batch_idx ? p.cache_batch_idx[b] : b;
+    return ((row * p.H_kv + h) * p.T_cap + t) * d;
+  }
+  case L_RAGGED_NHD: return ((p.indptr[b] + t) * p.H_kv + h) * d;
+  default: {
+    int64_t P = p.page_size, j = t / P, r = t - j * P, page;
+    if (p.table == TBL_DENSE) {
+      int64_t row = p.cache_batch_idx ? p.cache_batch_idx[b] : b;
+      page = __ldg(p.block_table + row * p.table_width + j);
+    } else {
+      page = __ldg(p.page_indices + p.page_indptr[b] + j);
+    }
+    return p.layout == L_PAGED_NHD ? ((page * P + r) * p.H_kv + h) * d : ((page * p.H_kv + h) * P + r) * d;
+  }
+  }
+}
+
+// ---- mask program (oracles/mask.c mask_visible / mask_tile_class) --------------------------------
+__device__ __forceinline__ bool visible(const dkb_decode_params &p, int b, int64_t q, int64_t k) {
+  switch (p.mask_kind) {
+  case M_NONE: return true;
+  case M_CAUSAL: return k <= q;
+  case M_WINDOW: return k <= q && (k > q - p.window || k < p.sink);
+  default: {
+    int64_t c = p.col_indptr[b] + k;
+    bool masked = (q >= p.uts[c] && q < p.ute[c]) || (q >= p.lts[c] && q < p.lte[c]);
+    return !masked;
+  }
+  }
+}
+
+// Class of query rows [q0, q1) x keys [k0, k1): exact for the coordinate masks, conservative from the
+// block summary for FlashMask (0x06D: PARTIAL when unsure, never a wrong FULL or SKIP).
+__device__ __forceinline__ int tile_class(const dkb_decode_params &p, int b, int64_t q0, int64_t q1, int64_t k0,
+                                          int64_t k1, int64_t tile) {
+  switch (p.mask_kind) {
+  case M_NONE: return T_FULL;
+  case M_CAUSAL:
+    if (k1 - 1 <= q0) return T_FULL;
+    if (k0 > q1 - 1) return T_SKIP;
+    return T_PARTIAL;
+  case M_WINDOW: {
+    // visible(q, k) = k <= q && (k > q - w || k < sink)
+    bool all_causal = k1 - 1 <= q0, none_causal = k0 > q1 - 1;
+    if (none_causal) return T_SKIP;
+    bool all_win = (k0 > q1 - 1 - p.window) || (k1 <= p.sink);
+    bool none_win = (k1 - 1 <= q0 - p.window) && (k0 >= p.sink);
+    if (none_win) return T_SKIP;
+    return (all_causal && all_win) ? T_FULL : T_PARTIAL;
+  }
+  default: {
+    const int32_t *s = p.fm_summary + 8 * (p.fm_sum_indptr[b] + tile);
+    // s = UTS_min, UTS_max, UTE_min, UTE_max, LTS_min, LTS_max, LTE_min, LTE_max
+    bool up_cover = q0 >= s[1] && q1 <= s[2], lo_cover = q0 >= s[5] && q1 <= s[6];
+    if (up_cover || lo_cover) return T_SKIP;
+    bool up_disj = !(q1 > s[0] && q0 < s[3]), lo_disj = !(q1 > s[4] && q0 < s[7]);
+    return (up_disj && lo_disj) ? T_FULL : T_PARTIAL;
+  }
+  }
+}
+
+// ---- producer configuration -------------------------------------------------------------------------
+template <typename T, int D_PAD, int R_MAX, int NT>
+struct Cfg {
+  static constexpr int ES = (int)sizeof(T);
+  static constexpr int EPC = 16 / ES;                // elements per 16-byte chunk
+  static constexpr int CH = D_PAD / EPC;             // chunks per padded row
+  static constexpr int ROW_BYTES = D_PAD * ES;
+  static constexpr int NTOK = ROW_BYTES <= 256 ? 64 : (ROW_BYTES <= 512 ? 32 : 16);  // keys per tile
+  // QK: TPT threads share one key; each keeps CPT chunks of q for RB rows in registers (<= 64 floats).
+  static constexpr int RB = R_MAX < 8 ? R_MAX : 8;
+  static constexpr int TPT0 = RB * D_PAD / 64 > NT / NTOK ? RB * D_PAD / 64 : NT / NTOK;
+  static constexpr int TPT = TPT0 < 1 ? 1 : (TPT0 > 32 ? 32 : (TPT0 > CH ? CH : TPT0));
+  static constexpr int CPT = CH / TPT;
+  static constexpr int TP = NT / TPT;                 // keys per QK pass
+  // PV: a thread owns one chunk of RPT rows for the keys t = ts (mod TS).
+  static constexpr int RPT = R_MAX < 8 ? R_MAX : 8;
+  static constexpr int RG = R_MAX / RPT;
+  static constexpr int TS = NT / (CH * RG);
+  static constexpr int NW = NT / 32;
+  // shared memory, in bytes
+  static constexpr int TILE_BYTES = NTOK * ROW_BYTES;
+  static constexpr int STAGE_BYTES = 2 * TILE_BYTES;
+  static constexpr int Q_BYTES = R_MAX * D_PAD * ES;
+  static constexpr int P_BYTES = NTOK * R_MAX * 4;
+  static constexpr int RED_BYTES = R_MAX * D_PAD * 4;  // PV reduction buffer, aliases the stages
+  static constexpr int SMEM = kStages * STAGE_BYTES + Q_BYTES + P_BYTES + 3 * R_MAX * 4;
+  static_assert(CH % 8 == 0, "swizzle needs multiples of 8 chunks");
+  static_assert(CH % TPT == 0 && TS >= 1 && NTOK % TS == 0 && TP >= 1, "thread mapping");
+  static_assert(TS == 1 || RED_BYTES <= kStages * STAGE_BYTES, "reduction buffer must fit in the stages");
+};
+
+// K tiles are read by TPT lanes per key: an XOR of the low three chunk bits keeps each quarter warp on
+// distinct banks. V tiles are read one row per CH consecutive lanes and need none.
+template <int TPT> __device__ __forceinline__ int kswz(int t, int c) { return c ^ ((t * TPT) & 7); }
+
+template <typename T, int D_PAD, int R_MAX, int NT>
+__global__ void __launch_bounds__(NT) decode_split_kv_producer(const dkb_decode_params p) {
+  using K = Cfg<T, D_PAD, R_MAX, NT>;
+  extern __shared__ __align__(16) unsigned char smem[];
+  unsigned char *stages = smem;
+  T *q_s = reinterpret_cast<T *>(smem + kStages * K::STAGE_BYTES);                // [R_MAX][D_PAD]
+  float *p_s = reinterpret_cast<float *>(smem + kStages * K::STAGE_BYTES + K::Q_BYTES);  // [NTOK][R_MAX]
+  float *m_s = p_s + K::NTOK * R_MAX, *l_s = m_s + R_MAX, *a_s = l_s + R_MAX;    // per row: m (log2), l, alpha
+
+  const int tid = threadIdx.x, item = blockIdx.x, h = blockIdx.y;
+  const int b = p.item_b[item];
+  const int64_t lo = p.item_lo[item], hi = p.item_hi[item];
+  const int g = p.H_q / p.H_kv, C = p.C, R = g * C;
+  const int64_t N = p.kv_len[b];
+  const int64_t q_first = N - C;               // absolute position of query row i is q_first + i
+  const float scale2 = p.scale * kLog2e;
+
+  // Rows r = j * C + i: query head h * g + j, query i. Stage q (zero-padded lanes) in shared memory.
+  for (int idx = tid; idx < R_MAX * D_PAD; idx += NT) {
+    int r = idx / D_PAD, x = idx % D_PAD;
+    T v = from_f<T>(0.f);
+    if (r < R && x < p.dk) {
+      int j = r / C, i = r % C;
+      v = reinterpret_cast<const T *>(p.q)[(((int64_t)b * C + i) * p.H_q + h * g + j) * p.dk + x];
+    }
+    q_s[idx] = v;
+  }
+  for (int r = tid; r < R_MAX; r += NT) { m_s[r] = -INFINITY; l_s[r] = 0.f; a_s[r] = 1.f; }
+
+  // Tiles are aligned blocks of NTOK keys covering [lo, hi); SKIP tiles are neither loaded nor computed.
+  const int64_t t_first = lo / K::NTOK, t_end = hi > lo ? (hi + K::NTOK - 1) / K::NTOK : t_first;
+  auto cls_of = [&](int64_t t) {
+    int64_t k0 = t * K::NTOK, k1 = k0 + K::NTOK < N ? k0 + K::NTOK : N;
+    int c = tile_class(p, b, q_first, N, k0, k1, t);
+    if (c == T_FULL && (k0 < lo || k0 + K::NTOK > hi)) c = T_PARTIAL;  // range edges need the predicate
+    return c;
+  };
+  auto next_tile = [&](int64_t t) {
+    while (t < t_end && cls_of(t) == T_SKIP) t++;
+    return t;
+  };
+  auto issue = [&](int64_t t, int stage) {
+    unsigned char *ks = stages + stage * K::STAGE_BYTES, *vs = ks + K::TILE_BYTES;
+    const int64_t k0 = t * K::NTOK;
+    for (int idx = tid; idx < K::NTOK * K::CH; idx += NT) {
+      int tt = idx / K::CH, c = idx % K::CH;
+      int64_t key = k0 + tt;
+      bool in = key >= lo && key < hi;
+      const T *kp = reinterpret_cast<const T *>(p.k), *vp = reinterpret_cast<const T *>(p.v);
+      int kb = in && c * K::EPC < p.dk ? 16 : 0, vb = in && c * K::EPC < p.dv ? 16 : 0;
+      const T *ksrc = kp, *vsrc = vp;
+      if (kb) ksrc = kp + kv_row_offset(p, b, key, h, p.dk) + c * K::EPC;
+      if (vb) vsrc = vp + kv_row_offset(p, b, key, h, p.dv) + c * K::EPC;
+      cp_async16(ks + (tt * K::CH + kswz<K::TPT>(tt, c)) * 16, ksrc, kb);
+      cp_async16(vs + (tt * K::CH + c) * 16, vsrc, vb);
+    }
+  };
+
+  // Prologue: fill kStages-1 stages (empty groups keep the wait counts uniform).
+  int64_t t_issue = next_tile(t_first);
+#pragma unroll
+  for (int s = 0; s < kStages - 1; s++) {
+    if (t_issue < t_end) { issue(t_issue, s); t_issue = next_tile(t_issue + 1); }
+    cp_async_commit();
+  }
+
+  // PV accumulators: chunk pc of rows [prg*RPT, prg*RPT+RPT), keys t = pts (mod TS).
+  const int pc = tid % K::CH, prg = (tid / K::CH) % K::RG, pts = tid / (K::CH * K::RG);
+  float acc[K::RPT][K::EPC];
+#pragma unroll
+  for (int r = 0; r < K::RPT; r++)
+#pragma unroll
+    for (int e = 0; e < K::EPC; e++) acc[r][e] = 0.f;
+
+  const int qslot = tid / K::TPT, qpart = tid % K::TPT;
+  int stage = 0;
+  for (int64_t t = next_tile(t_first); t < t_end; t = next_tile(t + 1)) {
+    cp_async_wait<kStages - 2>();
+    __syncthreads();  // tile t is in `stage`; every thread is done with the stage refilled below
+    {
+      int s_fill = (stage + kStages - 1) % kStages;
+      if (t_issue < t_end) { issue(t_issue, s_fill); t_issue = next_tile(t_issue + 1); }
+      cp_async_commit();
+    }
+    const unsigned char *ks = stages + stage * K::STAGE_BYTES, *vs = ks + K::TILE_BYTES;
+    const int64_t k0 = t * K::NTOK;
+    const bool partial = cls_of(t) == T_PARTIAL;
+
+    // ---- scores: p_s[key][row] = log2-domain q.k, -inf where not visible ----
+    for (int rb = 0; rb < R_MAX; rb += K::RB) {
+      float qr[K::RB][K::CPT][K::EPC];
+#pragma unroll
+      for (int r = 0; r < K::RB; r++)
+#pragma unroll
+        for (int j = 0; j < K::CPT; j++)
+#pragma unroll
+          for (int e = 0; e < K::EPC; e++)
+            qr[r][j][e] = to_f<T>(q_s[(rb + r) * D_PAD + (qpart + j * K::TPT) * K::EPC + e]) * scale2;
+      for (int tt = qslot; tt < K::NTOK; tt += K::TP) {
+        float dot[K::RB];
+#pragma unroll
+        for (int r = 0; r < K::RB; r++) dot[r] = 0.f;
+#pragma unroll
+        for (int j = 0; j < K::CPT; j++) {
+          float kf[K::EPC];
+          Chunk<T>::load(ks + (tt * K::CH + kswz<K::TPT>(tt, qpart + j * K::TPT)) * 16, kf);
+#pragma unroll
+          for (int r = 0; r < K::RB; r++)
+#pragma unroll
+            for (int e = 0; e < K::EPC; e++) dot[r] = fmaf(qr[r][j][e], kf[e], dot[r]);
+        }
+#pragma unroll
+        for (int off = K::TPT / 2; off > 0; off /= 2)
+#pragma unroll
+          for (int r = 0; r < K::RB; r++) dot[r] += __shfl_xor_sync(0xffffffffu, dot[r], off, K::TPT);
+        if (qpart == 0) {
+          int64_t key = k0 + tt;
+          bool in = key >= lo && key < hi;
+#pragma unroll
+          for (int r = 0; r < K::RB; r++) {
+            int row = rb + r;
+            bool ok = in && row < R;
+            if (ok && partial) ok = visible(p, b, q_first + row % C, key);
+            p_s[tt * R_MAX + row] = ok ? dot[r] : -INFINITY;
+          }
+        }
+      }
+    }
+    __syncthreads();
+
+    // ---- online softmax per row (base 2): m, l, alpha; p_s becomes probabilities ----
+    for (int row = tid / 32; row < R_MAX; row += K::NW) {
+      int lane = tid % 32;
+      float mx = -INFINITY;
+      for (int tt = lane; tt < K::NTOK; tt += 32) mx = fmaxf(mx, p_s[tt * R_MAX + row]);
+#pragma unroll
+      for (int off = 16; off > 0; off /= 2) mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, off));
+      float m_old = m_s[row], m_new = fmaxf(m_old, mx);
+      // No visible key yet: keep the empty state; never form -inf - -inf (0x02C).
+      float alpha = m_new == -INFINITY ? 1.f : exp2f(m_old - m_new);
+      float sum = 0.f;
+      for (int tt = lane; tt < K::NTOK; tt += 32) {
+        float s = p_s[tt * R_MAX + row];
+        float pr = m_new == -INFINITY ? 0.f : exp2f(s - m_new);
+        p_s[tt * R_MAX + row] = pr;
+        sum += pr;
+      }
+#pragma unroll
+      for (int off = 16; off > 0; off /= 2) sum += __shfl_xor_sync(0xffffffffu, sum, off);
+      if (lane == 0) { l_s[row] = l_s[row] * alpha + sum; m_s[row] = m_new; a_s[row] = alpha; }
+    }
+    __syncthreads();
+
+    // ---- u = alpha * u + sum_t p_t v_t ----
+#pragma unroll
+    for (int r = 0; r < K::RPT; r++) {
+      float a = a_s[prg * K::RPT + r];
+#pragma unroll
+      for (int e = 0; e < K::EPC; e++) acc[r][e] *= a;
+    }
+    for (int tt = pts; tt < K::NTOK; tt += K::TS) {
+      float vf[K::EPC];
+      Chunk<T>::load(vs + (tt * K::CH + pc) * 16, vf);
+      const float *pr = p_s + tt * R_MAX + prg * K::RPT;
+#pragma unroll
+      for (int r = 0; r < K::RPT; r++) {
+        float w = pr[r];
+#pragma unroll
+        for (int e = 0; e < K::EPC; e++) acc[r][e] = fmaf(w, vf[e], acc[r][e]);
+      }
+    }
+    stage = (stage + 1) % kStages;
+  }
+  cp_async_wait<0>();
+  __syncthreads();  // stages are free: reuse them to sum the TS key subsets in a fixed order
+
+  // Dependent combine launch may start its prologue now (it waits for our writes before reading).
+#if __CUDA_ARCH__ >= 900
+  asm volatile("griddepcontrol.launch_dependents;\n" ::);
+#endif
+
+  // Sum the TS key subsets into the pts == 0 owners, in a fixed order (deterministic).
+  if constexpr (K::TS > 1) {
+    float *red = reinterpret_cast<float *>(stages);  // [R_MAX][D_PAD]
+    for (int round = 1; round < K::TS; round++) {
+      if (pts == round) {
+#pragma unroll
+        for (int r = 0; r < K::RPT; r++)
+#pragma unroll
+          for (int e = 0; e < K::EPC; e++) {
+            float *dst = red + (prg * K::RPT + r) * D_PAD + pc * K::EPC + e;
+            *dst = round == 1 ? acc[r][e] : *dst + acc[r][e];
+          }
+      }
+      __syncthreads();
+    }
+    if (pts == 0)
+#pragma unroll
+      for (int r = 0; r < K::RPT; r++)
+#pragma unroll
+        for (int e = 0; e < K::EPC; e++) acc[r][e] += red[(prg * K::RPT + r) * D_PAD + pc * K::EPC + e];
+  }
+  if (pts != 0) return;
+
+  // ---- epilogue: this slot's state, or the final output when the plan is direct ----
+  const int slot = p.item_slot[item];
+#pragma unroll
+  for (int r = 0; r < K::RPT; r++) {
+    const int row = prg * K::RPT + r;
+    if (row >= R) break;
+    const int j = row / C, i = row % C, hq = h * g + j;
+    const float m2 = m_s[row], l = l_s[row];
+    const bool valid = m2 != -INFINITY;  // the empty identity: O = 0, LSE = -inf, valid = 0
+    const int64_t orow = ((int64_t)b * C + i) * p.H_q + hq, srow = ((int64_t)slot * p.H_q + hq) * C + i;
+#pragma unroll
+    for (int e = 0; e < K::EPC; e++) {
+      const int x = pc * K::EPC + e;
+      if (x >= p.dv) break;
+      const float u = acc[r][e];
+      if (p.direct) reinterpret_cast<T *>(p.o)[orow * p.dv + x] = from_f<T>(valid ? u / l : 0.f);
+      else if (p.abi == DKB_ABI_MLU) reinterpret_cast<float *>(p.ws_u)[srow * p.dv + x] = valid ? u : 0.f;
+      else if (p.ws_o_dtype == DKB_KDT_BF16) reinterpret_cast<__nv_bfloat16 *>(p.ws_u)[srow * p.dv + x] = __float2bfloat16_rn(valid ? u / l : 0.f);
+      else reinterpret_cast<float *>(p.ws_u)[srow * p.dv + x] = valid ? u / l : 0.f;
+    }
+    if (pc != 0) continue;
+    const float lse = valid ? m2 * kLn2 + logf(l) : -INFINITY;
+    if (p.direct) {
+      if (p.lse) p.lse[orow] = lse;
+    } else {
+      p.ws_valid[srow] = valid;
+      if (p.abi == DKB_ABI_MLU) { p.ws_m[srow] = valid ? m2 * kLn2 : -INFINITY; p.ws_l[srow] = valid ? l : 0.f; }
+      else p.ws_m[srow] = lse;
+    }
+  }
+}
+
+// ---- combine: exact merge of one request's slots for one (query row, query head) -------------------
+template <typename T, typename WS>
+__global__ void __launch_bounds__(128) decode_split_kv_combine(const dkb_decode_params p) {
+#if __CUDA_ARCH__ >= 900
+  asm volatile("griddepcontrol.wait;\n" ::: "memory");  // the producer's writes are visible after this
+#endif
+  const int row = blockIdx.x;  // (b * C + i) * H_q + hq
+  const int hq = row % p.H_q, bi = row / p.H_q, i = bi % p.C, b = bi / p.C;
+  const int s0 = p.slot_indptr[b], s1 = p.slot_indptr[b + 1];
+  auto srow = [&](int s) { return ((int64_t)s * p.H_q + hq) * p.C + i; };
+  // Frame: the largest m (MLU) or LSE (LSE_O) among VALID slots only.
+  float M = -INFINITY;
+  for (int s = s0; s < s1; s++)
+    if (p.ws_valid[srow(s)]) M = fmaxf(M, p.ws_m[srow(s)]);
+  const bool any = M != -INFINITY;
+  float L = 0.f;
+  for (int s = s0; s < s1 && any; s++)
+    if (p.ws_valid[srow(s)]) {
+      float w = expf(p.ws_m[srow(s)] - M);
+      L += p.abi == DKB_ABI_MLU ? p.ws_l[srow(s)] * w : w;
+    }
+  const WS *ws = reinterpret_cast<const WS *>(p.ws_u);
+  for (int x = threadIdx.x; x < p.dv; x += blockDim.x) {
+    float acc = 0.f;
+    for (int s = s0; s < s1 && any; s++)
+      if (p.ws_valid[srow(s)]) acc += expf(p.ws_m[srow(s)] - M) * to_f<WS>(ws[srow(s) * p.dv + x]);
+    reinterpret_cast<T *>(p.o)[(int64_t)row * p.dv + x] = from_f<T>(any ? acc / L : 0.f);
+  }
+  if (threadIdx.x == 0 && p.lse) p.lse[row] = any ? M + logf(L) : -INFINITY;
+}
+
+// ---- naive reference: one CTA per output row, scores materialized in scratch ----------------------
+template <typename T>
+__global__ void __launch_bounds__(128) decode_naive_reference(const dkb_decode_params p, float *scratch, int64_t n_max) {
+  __shared__ float red[128];
+  const int row = blockIdx.x;  // (b * C + i) * H_q + hq
+  const int hq = row % p.H_q, bi = row / p.H_q, i = bi % p.C, b = bi / p.C;
+  const int g = p.H_q / p.H_kv, h = hq / g;
+  const int64_t N = p.kv_len[b], qpos = N - p.C + i;
+  const T *q = reinterpret_cast<const T *>(p.q) + (int64_t)row * p.dk;
+  const T *kp = reinterpret_cast<const T *>(p.k), *vp = reinterpret_cast<const T *>(p.v);
+  float *s = scratch + (int64_t)row * n_max;
+  float mx = -INFINITY;
+  for (int64_t t = threadIdx.x; t < N; t += blockDim.x) {
+    float v = -INFINITY;
+    if (visible(p, b, qpos, t)) {
+      const T *kr = kp + kv_row_offset(p, b, t, h, p.dk);
+      float d = 0.f;
+      for (int x = 0; x < p.dk; x++) d = fmaf(to_f<T>(q[x]), to_f<T>(kr[x]), d);
+      v = d * p.scale;
+    }
+    s[t] = v;
+    mx = fmaxf(mx, v);
+  }
+  red[threadIdx.x] = mx;
+  __syncthreads();
+  for (int k = 64; k > 0; k /= 2) {
+    if ((int)threadIdx.x < k) red[threadIdx.x] = fmaxf(red[threadIdx.x], red[threadIdx.x + k]);
+    __syncthreads();
+  }
+  mx = red[0];
+  __syncthreads();
+  float sum = 0.f;
+  for (int64_t t = threadIdx.x; t < N; t += blockDim.x) sum += mx == -INFINITY ? 0.f : expf(s[t] - mx);
+  red[threadIdx.x] = sum;
+  __syncthreads();
+  for (int k = 64; k > 0; k /= 2) {
+    if ((int)threadIdx.x < k) red[threadIdx.x] += red[threadIdx.x + k];
+    __syncthreads();
+  }
+  sum = red[0];
+  const bool any = mx != -INFINITY;
+  for (int x = threadIdx.x; x < p.dv; x += blockDim.x) {
+    float acc = 0.f;
+    for (int64_t t = 0; t < N && any; t++) {
+      float w = s[t];
+      if (w == -INFINITY) continue;
+      acc = fmaf(expf(w - mx), to_f<T>(vp[kv_row_offset(p, b, t, h, p.dv) + x]), acc);
+    }
+    reinterpret_cast<T *>(p.o)[(int64_t)row * p.dv + x] = from_f<T>(any ? acc / sum : 0.f);
+  }
+  if (threadIdx.x == 0 && p.lse) p.lse[row] = any ? mx + logf(sum) : -INFINITY;
+}
+
+// ---- append: new rows [N_b - C, N_b) of every request into the cache -------------------------------
+template <typename T>
+__global__ void decode_append_kv(const dkb_decode_params p) {
+  const int bi = blockIdx.x;  // b * C + i
+  const int b = bi / p.C, i = bi % p.C;
+  const int64_t t = p.kv_len[b] - p.C + i;
+  T *kc = reinterpret_cast<T *>(const_cast<void *>(p.k)), *vc = reinterpret_cast<T *>(const_cast<void *>(p.v));
+  const T *kn = reinterpret_cast<const T *>(p.k_new), *vn = reinterpret_cast<const T *>(p.v_new);
+  for (int idx = threadIdx.x; idx < p.H_kv * p.dk; idx += blockDim.x) {
+    int h = idx / p.dk, x = idx % p.dk;
+    kc[kv_row_offset(p, b, t, h, p.dk) + x] = kn[((int64_t)bi * p.H_kv + h) * p.dk + x];
+  }
+  for (int idx = threadIdx.x; idx < p.H_kv * p.dv; idx += blockDim.x) {
+    int h = idx / p.dv, x = idx % p.dv;
+    vc[kv_row_offset(p, b, t, h, p.dv) + x] = vn[((int64_t)bi * p.H_kv + h) * p.dv + x];
+  }
+}
+
+// ---- instance selection ------------------------------------------------------------------------------
+typedef void (*producer_fn)(const dkb_decode_params);
+struct Instance {
+  producer_fn fn;
+  int nt, smem, ntok;
+};
+
+template <typename T, int D, int R, int NT>
+Instance make() {
+  using K = Cfg<T, D, R, NT>;
+  return Instance{decode_split_kv_producer<T, D, R, NT>, NT, K::SMEM, K::NTOK};
+}
+
+int pad_dim(int d) { return d <= 64 ? 64 : d <= 128 ? 128 : d <= 256 ? 256 : 0; }
+int row_bucket(int rows) { return rows <= 1 ? 1 : rows <= 2 ? 2 : rows <= 4 ? 4 : rows <= 8 ? 8 : rows <= 128 ? 128 : 0; }
+
+template <typename T, int D>
+bool pick_rows(int rb, Instance *out) {
+  switch (rb) {
+  case 1: *out = make<T, D, 1, 128>(); return true;
+  case 2: *out = make<T, D, 2, 128>(); return true;
+  case 4: *out = make<T, D, 4, 128>(); return true;
+  case 8: *out = make<T, D, 8, 128>(); return true;
+  case 128: *out = make<T, D, 128, 512>(); return true;
+  }
+  return false;
+}
+
+// fp32 is the reference-run dtype: instances for up to 8 rows and for 128 rows (not with d = 256).
+template <int D>
+bool pick_rows_f32(int rb, Instance *out) {
+  if (rb <= 8) { *out = make<float, D, 8, 128>(); return true; }
+  if constexpr (D <= 128)
+    if (rb == 128) { *out = make<float, D, 128, 512>(); return true; }
+  return false;
+}
+
+bool pick(int dtype, int dk, int dv, int rows, Instance *out) {
+  int D = pad_dim(dk > dv ? dk : dv), rb = row_bucket(rows);
+  if (!D || !rb) return false;
+  switch (dtype) {
+  case DKB_KDT_BF16:
+    return D == 64 ? pick_rows<__nv_bfloat16, 64>(rb, out) : D == 128 ? pick_rows<__nv_bfloat16, 128>(rb, out)
+                                                                       : pick_rows<__nv_bfloat16, 256>(rb, out);
+  case DKB_KDT_F16:
+    return D == 64 ? pick_rows<__half, 64>(rb, out) : D == 128 ? pick_rows<__half, 128>(rb, out)
+                                                               : pick_rows<__half, 256>(rb, out);
+  case DKB_KDT_F32:
+    return D == 64 ? pick_rows_f32<64>(rb, out) : D == 128 ? pick_rows_f32<128>(rb, out) : pick_rows_f32<256>(rb, out);
+  }
+  return false;
+}
+
+typedef void (*combine_fn)(const dkb_decode_params);
+combine_fn pick_combine(const dkb_decode_params &p) {
+  bool ws_bf16 = p.abi == DKB_ABI_LSE_O && p.ws_o_dtype == DKB_KDT_BF16;
+  switch (p.dtype) {
+  case DKB_KDT_BF16: return ws_bf16 ? decode_split_kv_combine<__nv_bfloat16, __nv_bfloat16> : decode_split_kv_combine<__nv_bfloat16, float>;
+  case DKB_KDT_F16: return ws_bf16 ? decode_split_kv_combine<__half, __nv_bfloat16> : decode_split_kv_combine<__half, float>;
+  default: return ws_bf16 ? decode_split_kv_combine<float, __nv_bfloat16> : decode_split_kv_combine<float, float>;
+  }
+}
+
+typedef void (*naive_fn)(const dkb_decode_params, float *, int64_t);
+naive_fn pick_naive(int dtype) {
+  return dtype == DKB_KDT_BF16 ? decode_naive_reference<__nv_bfloat16>
+         : dtype == DKB_KDT_F16 ? decode_naive_reference<__half> : decode_naive_reference<float>;
+}
+typedef void (*append_fn)(const dkb_decode_params);
+append_fn pick_append(int dtype) {
+  return dtype == DKB_KDT_BF16 ? decode_append_kv<__nv_bfloat16>
+         : dtype == DKB_KDT_F16 ? decode_append_kv<__half> : decode_append_kv<float>;
+}
+
+int64_t max_len_host(const dkb_decode_params &p, cudaError_t *e) {
+  // kv_len lives on the device; the naive launcher needs its maximum for the scratch stride.
+  int64_t mx = 0;
+  for (int b = 0; b < p.B && *e == cudaSuccess; b++) {
+    int64_t n = 0;
+    *e = cudaMemcpy(&n, p.kv_len + b, sizeof n, cudaMemcpyDeviceToHost);
+    if (n > mx) mx = n;
+  }
+  return mx;
+}
+
+}  // namespace
+
+extern "C" int dkb_split_kv_supported(int dtype, int dk, int dv, int rows, char *why, size_t whyn) {
+  Instance in;
+  if (dk % 8 || dv % 8 || dk <= 0 || dv <= 0) {
+    if (why) snprintf(why, whyn, "head_dim_qk=%d head_dim_vo=%d: not multiples of 8", dk, dv);
+    return 0;
+  }
+  if (!pick(dtype, dk, dv, rows, &in)) {
+    if (why) snprintf(why, whyn, "no instance for dtype %d, head dims %d/%d, %d query rows per K/V head", dtype, dk, dv, rows);
+    return 0;
+  }
+  return 1;
+}
+
+extern "C" int dkb_decode_tile_tokens(int dtype, int dk, int dv, int rows) {
+  Instance in;
+  return pick(dtype, dk, dv, rows, &in) ? in.ntok : 0;
+}
+
+extern "C" int dkb_decode_launch(const struct dkb_decode_params *p, void *stream) {
+  Instance in;
+  if (!pick(p->dtype, p->dk, p->dv, (p->H_q / p->H_kv) * p->C, &in)) return (int)cudaErrorInvalidValue;
+  cudaStream_t st = (cudaStream_t)stream;
+  cudaError_t e = cudaFuncSetAttribute((const void *)in.fn, cudaFuncAttributeMaxDynamicSharedMemorySize, in.smem);
+  if (e != cudaSuccess) return (int)e;
+  if (p->n_items > 0) {
+    dim3 grid((unsigned)p->n_items, (unsigned)p->H_kv);
+    in.fn<<<grid, in.nt, in.smem, st>>>(*p);
+    if ((e = cudaGetLastError()) != cudaSuccess) return (int)e;
+  }
+  if (p->direct) return 0;
+  // Combine with programmatic dependent launch: its launch overlaps the producer's tail.
+  cudaLaunchConfig_t cfg = {};
+  cfg.gridDim = dim3((unsigned)(p->B * p->C * p->H_q));
+  cfg.blockDim = dim3(128);
+  cfg.stream = st;
+  cudaLaunchAttribute attr[1];
+  attr[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+  attr[0].val.programmaticStreamSerializationAllowed = 1;
+  cfg.attrs = attr;
+  cfg.numAttrs = 1;
+  e = cudaLaunchKernelEx(&cfg, pick_combine(*p), *p);
+  return (int)e;
+}
+
+extern "C" int dkb_naive_launch(const struct dkb_decode_params *p, float *scratch, void *stream) {
+  cudaError_t e = cudaSuccess;
+  int64_t n_max = max_len_host(*p, &e);
+  if (e != cudaSuccess) return (int)e;
+  pick_naive(p->dtype)<<<p->B * p->C * p->H_q, 128, 0, (cudaStream_t)stream>>>(*p, scratch, n_max > 0 ? n_max : 1);
+  return (int)cudaGetLastError();
+}
+
+extern "C" int dkb_append_launch(const struct dkb_decode_params *p, void *stream) {
+  pick_append(p->dtype)<<<p->B * p->C, 128, 0, (cudaStream_t)stream>>>(*p);
+  return (int)cudaGetLastError();
+}
+
+static int kernel_info(const void *fn, int role, size_t dyn, struct dkb_kernel_info *out) {
+  cudaFuncAttributes a;
+  cudaError_t e = cudaFuncGetAttributes(&a, fn);
+  if (e != cudaSuccess) return -(int)e;
+  const char *name = NULL;
+  e = cudaFuncGetName(&name, fn);
+  if (e != cudaSuccess) return -(int)e;
+  out->symbol = name;
+  out->binary_version = a.binaryVersion;
+  out->ptx_version = a.ptxVersion;
+  out->num_regs = a.numRegs;
+  out->static_smem = a.sharedSizeBytes;
+  out->dynamic_smem = dyn;
+  out->role = role;
+  return 0;
+}
+
+extern "C" int dkb_decode_kernels(const struct dkb_decode_params *p, int family, struct dkb_kernel_info *out, int cap) {
+  int n = 0, rc;
+  if (p->k_new && n < cap) {
+    if ((rc = kernel_info((const void *)pick_append(p->dtype), 3, 0, &out[n]))) return rc;
+    n++;
+  }
+  if (family == DKB_FAMILY_NAIVE) {
+    if (n < cap && (rc = kernel_info((const void *)pick_naive(p->dtype), 2, 0, &out[n]))) return rc;
+    return n + 1;
+  }
+  Instance in;
+  if (!pick(p->dtype, p->dk, p->dv, (p->H_q / p->H_kv) * p->C, &in)) return -(int)cudaErrorInvalidValue;
+  if (n < cap && (rc = kernel_info((const void *)in.fn, 0, (size_t)in.smem, &out[n]))) return rc;
+  n++;
+  if (!p->direct && n < cap) {
+    if ((rc = kernel_info((const void *)pick_combine(*p), 1, 0, &out[n]))) return rc;
+    n++;
+  }
+  return n;
+}
