@@ -1312,8 +1312,17 @@ static void level4_dispatch(struct lctx *c) {
 
 /* The function name of a demangled symbol: "void ns::f<128>(float*)" -> "ns::f". */
 static void base_name(const char *demangled, char *out, size_t n) {
-  const char *paren = strchr(demangled, '(');
-  size_t len = paren ? (size_t)(paren - demangled) : strlen(demangled);
+  /* the parameter list is the LAST balanced (...): "(anonymous namespace)" may come before it */
+  size_t len = strlen(demangled);
+  while (len && demangled[len - 1] == ' ') len--;
+  if (len && demangled[len - 1] == ')') {
+    int depth = 0;
+    while (len) {
+      char ch = demangled[--len];
+      if (ch == ')') depth++;
+      else if (ch == '(' && --depth == 0) break;
+    }
+  }
   while (len && demangled[len - 1] == ' ') len--;
   if (len && demangled[len - 1] == '>') { /* strip the template arguments */
     int depth = 0;
@@ -1582,7 +1591,8 @@ static void level6_timing(struct lctx *c, const json_t *m) {
   }
   const json_t *stop = get(c, t, p, "stop_rule", TY_OBJ);
   if (!stop) { finding(c, 6, "timing_stop_rule_missing", "/measurement/timing/stop_rule", "no stop rule"); return; }
-  if (keys(c, stop, "/measurement/timing/stop_rule", stop_req, NULL)) return;
+  static const char *const stop_opt[] = {"stopped_by", "min_time_s", "max_time_s", "elapsed_s", NULL};
+  if (keys(c, stop, "/measurement/timing/stop_rule", stop_req, stop_opt)) return;
   const char *sp = "/measurement/timing/stop_rule";
   long long lo = 0, hi = 0;
   double target = -1;
@@ -1597,7 +1607,36 @@ static void level6_timing(struct lctx *c, const json_t *m) {
     finding(c, 6, "timing_stop_rule_violated", "/measurement/timing/stop_rule", "%zu samples outside [min_samples %lld, max_samples %lld]", n, lo, hi);
   else if (met && target >= 0 && st.rel_stdev > target)
     finding(c, 6, "timing_stop_rule_violated", "/measurement/timing/stop_rule/met", "met is true but rel_stdev %g > max_rel_stdev %g", st.rel_stdev, target);
-  else if (!met && (long long)n != hi)
+  else if (json_object_get(stop, "stopped_by")) {
+    /* the writer says why it stopped: check that reason against the raw samples and its limits */
+    const char *by = get_str(c, stop, sp, "stopped_by", 1);
+    double min_t = 0, max_t = INFINITY, el = 0, sum_s = 0;
+    get_num(c, stop, sp, "min_time_s", 0, &min_t);
+    get_num(c, stop, sp, "max_time_s", 0, &max_t);
+    get_num(c, stop, sp, "elapsed_s", 0, &el);
+    for (size_t i = 0; i < n; i++) sum_s += json_number_value(json_array_get(samples, i)) * 1e-6;
+    if (c->bad || !by) return;
+    if (!strcmp(by, "noise_reached")) {
+      if (!met) finding(c, 6, "timing_stop_rule_violated", "/measurement/timing/stop_rule/met", "stopped_by noise_reached but met is false");
+      else if (sum_s < min_t * (1 - 1e-9))
+        finding(c, 6, "timing_stop_rule_violated", "/measurement/timing/stop_rule/min_time_s",
+                "stopped on noise after %.6g s of samples, before min_time_s %g", sum_s, min_t);
+    } else if (!strcmp(by, "noise_stable")) {
+      if (met) finding(c, 6, "timing_stop_rule_violated", "/measurement/timing/stop_rule/met", "stopped_by noise_stable means the target was not met");
+      else if (sum_s < min_t * (1 - 1e-9))
+        finding(c, 6, "timing_stop_rule_violated", "/measurement/timing/stop_rule/min_time_s",
+                "stopped on stable noise after %.6g s of samples, before min_time_s %g", sum_s, min_t);
+    } else if (!strcmp(by, "max_time")) {
+      if (met || !(el >= max_t))
+        finding(c, 6, "timing_stop_rule_violated", "/measurement/timing/stop_rule/elapsed_s",
+                "stopped_by max_time after %.6g s, max_time_s is %g", el, max_t);
+    } else if (!strcmp(by, "max_samples")) {
+      if ((long long)n != hi)
+        finding(c, 6, "timing_stop_rule_violated", "/measurement/timing/stop_rule/max_samples", "stopped_by max_samples at %zu of %lld", n, hi);
+    } else {
+      finding(c, 6, "timing_stop_rule_violated", "/measurement/timing/stop_rule/stopped_by", "unknown stop reason '%s'", by);
+    }
+  } else if (!met && (long long)n != hi)
     finding(c, 6, "timing_stop_rule_violated", "/measurement/timing/stop_rule/met", "met is false but sampling stopped at %zu before max_samples %lld", n, hi);
 }
 

@@ -428,14 +428,15 @@ int runner_execute(struct decode_call *c, const struct run_opts *o, struct run_r
       if (!tj) goto cleanup;
       json_t *samples = json_array();
       for (size_t i = 0; i < tm.n; i++) json_array_append_new(samples, json_real(tm.samples_us[i]));
-      json_t *timing = json_pack("{s:b,s:s,s:i,s:o,s:o,s:{s:s,s:I,s:I,s:f,s:b},s:b}", "tracing", 0, "method",
+      json_t *timing = json_pack("{s:b,s:s,s:i,s:o,s:o,s:{s:s,s:s,s:I,s:I,s:f,s:b,s:f,s:f,s:f},s:b}", "tracing", 0, "method",
                                  to.graph ? "cudaEvent pair around each CUDA graph replay, synchronized"
                                           : "cudaEvent pair around each call's launches, synchronized",
                                  "warmup", to.warmup, "samples_us", samples, "summary", dkb_stats_json(&tm.stats),
-                                 "stop_rule", "rule", dkb_timing_stop_name(tm.stop), "min_samples",
+                                 "stop_rule", "rule", "nvbench stdrel: relative stdev target after min samples and min time",
+                                 "stopped_by", dkb_timing_stop_name(tm.stop), "min_samples",
                                  (json_int_t)to.min_samples, "max_samples", (json_int_t)to.max_samples, "max_rel_stdev",
-                                 to.max_noise, "met", tm.stop == DKB_STOP_NOISE_REACHED || tm.stop == DKB_STOP_NOISE_STABLE,
-                                 "l2_flush", to.cold);
+                                 to.max_noise, "met", tm.stop == DKB_STOP_NOISE_REACHED, "min_time_s", to.min_time_s,
+                                 "max_time_s", to.max_time_s, "elapsed_s", tm.wall_s, "l2_flush", to.cold);
       json_object_set_new(timing, "clocks_before", before ? before : json_pack("{s:s}", "not_reported", nvml.lib ? "nvml sample failed" : "libnvidia-ml.so.1 not loaded"));
       json_object_set_new(timing, "clocks_after", after ? after : json_pack("{s:s}", "not_reported", nvml.lib ? "nvml sample failed" : "libnvidia-ml.so.1 not loaded"));
       json_decref(tj);

@@ -335,6 +335,7 @@ __global__ void __launch_bounds__(NT) decode_split_kv_producer(const dkb_decode_
       }
 #pragma unroll
       for (int off = 16; off > 0; off /= 2) sum += __shfl_xor_sync(0xffffffffu, sum, off);
+      __syncwarp();  // every lane has read m_s[row] before lane 0 replaces it
       if (lane == 0) { l_s[row] = l_s[row] * alpha + sum; m_s[row] = m_new; a_s[row] = alpha; }
     }
     __syncthreads();

@@ -1,0 +1,55 @@
+#!/usr/bin/python3
+"""Writes the bench fixtures fixtures/bench/*.json: the shapes of the roofline targets (bf16, d=128).
+Each is an ordinary dkb.decode/v1 call; `dkb bench --matrix fixtures/bench/matrix.json` sweeps them
+and forced split counts. usage: tools/gen-bench-fixtures.py [OUTDIR]"""
+import json
+import os
+import sys
+
+TOL = {"atol": 2e-3, "rtol": 1.6e-2, "lse_atol": 2e-4, "lse_rtol": 2e-5}
+
+
+def fx(name, desc, requests, hq, hkv, layout="contiguous_nhd", mask=None, graph=False):
+    cache = {"layout": layout}
+    if layout.startswith("paged"):
+        cache.update({"page_size": 16, "table": "csr"})
+    doc = {"schema": "dkb.decode/v1", "name": name, "description": desc, "phase": "decode", "requests": requests,
+           "q_len": 1, "heads": {"H_q": hq, "H_kv": hkv, "d_qk": 128, "d_v": 128}, "dtype": "bf16", "cache": cache,
+           "mask": mask or {"kind": "causal"}, "split": {"policy": "auto"}, "seed": 7, "tolerance": TOL}
+    if graph:
+        doc["graph"] = True
+    return name, doc
+
+
+def cases():
+    for lay, tag in (("contiguous_nhd", "contig"), ("paged_nhd", "paged16")):
+        yield fx(f"b16-t8192-g4-{tag}", "512 MiB of K/V: B=16, T=8192, H_q=32, H_kv=8.", {"count": 16, "kv_len": 8192}, 32, 8, lay)
+        yield fx(f"b8-t16384-g1-{tag}", "2 GiB of K/V, MHA: B=8, T=16384, H_q=H_kv=32.", {"count": 8, "kv_len": 16384}, 32, 32, lay)
+        yield fx(f"b1-t32768-g4-{tag}", "One long request: B=1, T=32768, H_q=32, H_kv=8.", {"count": 1, "kv_len": 32768}, 32, 8, lay)
+        yield fx(f"b1-t131072-g8-{tag}", "One very long request: B=1, T=131072, H_q=8, H_kv=1.", {"count": 1, "kv_len": 131072}, 8, 1, lay)
+        yield fx(f"b4-t4096-g4-{tag}", "Small: B=4, T=4096, H_q=32, H_kv=8 (67 MB).", {"count": 4, "kv_len": 4096}, 32, 8, lay)
+        yield fx(f"b4-t4096-g4-{tag}-graph", "Small, timed as CUDA graph replays.", {"count": 4, "kv_len": 4096}, 32, 8, lay, graph=True)
+    yield fx("ragged32-paged16", "Ragged batch: 32 requests, lengths uniform in [512, 16384].",
+             {"count": 32, "kv_len": {"uniform": [512, 16384]}}, 32, 8, "paged_nhd")
+    # issue 9: masked decode that pays only for visible keys
+    yield fx("b16-t8192-window1024", "Sliding window 1024 over 8192 keys.", {"count": 16, "kv_len": 8192}, 32, 8,
+             "paged_nhd", {"kind": "sliding_window", "window": 1024})
+    yield fx("b1-t32768-window4096", "Sliding window 4096 over one 32768-key request.", {"count": 1, "kv_len": 32768}, 32, 8,
+             "paged_nhd", {"kind": "sliding_window", "window": 4096})
+    yield fx("b16-t8192-documents4", "FlashMask document mask: four documents per request, the query in the last.",
+             {"count": 16, "kv_len": 8192}, 32, 8, "paged_nhd", {"kind": "flashmask", "program": "documents", "documents": 4})
+    yield fx("b16-t8192-window-all", "A window that hides nothing (window >= T): must cost what the unmasked kernel costs.",
+             {"count": 16, "kv_len": 8192}, 32, 8, "paged_nhd", {"kind": "sliding_window", "window": 8192})
+
+
+def main():
+    out = sys.argv[1] if len(sys.argv) > 1 else "fixtures/bench"
+    os.makedirs(out, exist_ok=True)
+    for name, doc in cases():
+        with open(os.path.join(out, name + ".json"), "w") as f:
+            json.dump(doc, f, indent=2)
+            f.write("\n")
+
+
+if __name__ == "__main__":
+    main()
