@@ -35,6 +35,7 @@ struct tcase {
   int gpu;                 /* also write o_gpu, lse_gpu (and *_after for append) */
   int bad_o;               /* o_ref[0] += 0.5 */
   int misplace;            /* append: request 0's new K rows land one key later in k_cache_after */
+  int stale_page;          /* csr: the dump's page_indices send request 0's block 0 to unused page 0 */
 };
 
 /* The case's metadata, derived from the struct. */
@@ -256,6 +257,7 @@ static const char *write_case(const struct tcase *c, json_t **index) {
       ip[b + 1] = ip[b] + (int32_t)m.blocks[b];
       last[b] = (int32_t)(c->kv_len[b] - (m.blocks[b] - 1) * c->P);
     }
+    if (c->stale_page) ind[0] = 0;
     add(d, "page_indptr", "int32", "[B+1]", ip, 1, B + 1);
     add(d, "page_indices", "int32", "[page_indptr[B]]", ind, 1, (int64_t)ip[c->B]);
     add(d, "last_page_len", "int32", "[B]", last, 1, B);
@@ -599,6 +601,27 @@ static void dump_check_refuses_a_folder_without_index(void **s) {
   run_result_release(&r);
 }
 
+/* page_indices naming an unused (poisoned) page: the gather reads NaN and says where, the page the
+ * data really sits in is reported as unpoisoned, and the outputs no longer match. */
+static void dump_check_catches_a_page_table_pointing_into_poison(void **s) {
+  (void)s;
+  struct tcase c = PAGED_CSR;
+  c.name = "stale_page";
+  c.stale_page = 1;
+  json_t *index = NULL;
+  const char *dir = write_case(&c, &index);
+  struct run_result r;
+  run_sh(&r, "/usr/bin/python3 tests/dump_check.py '%s'", dir);
+  assert_int_equal(r.rc, 1);
+  assert_non_null(strstr(r.out, "FAIL  gather: k_cache: request 0 key 0 head 0 reads NaN poison (and 1 more)\n"));
+  /* the real page 4 of request 0's block 0: 2 rows x 2 heads x 4 (K) or 6 (V) lanes */
+  assert_non_null(strstr(r.out, "FAIL  poison: k_cache: 16 elements no visible key addresses are not NaN\n"));
+  assert_non_null(strstr(r.out, "FAIL  poison: v_cache: 24 elements no visible key addresses are not NaN\n"));
+  assert_non_null(strstr(r.out, "FAIL  o_ref: max |diff| inf at "));
+  run_result_release(&r);
+  json_decref(index);
+}
+
 DKB_TEST_GROUP(dump, cmocka_unit_test(dump_contiguous_nhd_bf16_causal_passes_numpy_check),
                cmocka_unit_test(dump_paged_csr_hnd_flashmask_passes_numpy_check),
                cmocka_unit_test(dump_paged_dense_append_sliding_window_passes_numpy_check),
@@ -608,6 +631,7 @@ DKB_TEST_GROUP(dump, cmocka_unit_test(dump_contiguous_nhd_bf16_causal_passes_num
                cmocka_unit_test(dump_check_names_a_corrupted_file_by_its_sha256),
                cmocka_unit_test(dump_check_fails_a_wrong_o_ref_value),
                cmocka_unit_test(dump_check_fails_a_misplaced_appended_row),
+               cmocka_unit_test(dump_check_catches_a_page_table_pointing_into_poison),
                cmocka_unit_test(dump_open_refuses_a_folder_that_holds_no_dump),
                cmocka_unit_test(dump_open_replaces_a_previous_dump), cmocka_unit_test(dump_abandon_removes_what_it_wrote),
                cmocka_unit_test(dump_add_refuses_bad_names_dtypes_and_sizes),
