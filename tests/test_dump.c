@@ -342,20 +342,32 @@ static const struct tcase CONTIG_HND_APPEND = {
     .name = "contig_hnd_append", .layout = "contiguous_hnd", .phase = "append", .dtype = "fp16", .mask = "causal",
     .B = 2, .C = 1, .H_q = 2, .H_kv = 2, .dk = 4, .dv = 4, .kv_len = {2, 4}, .row = {1, 0}, .T_cap = 5, .rows = 2, .gpu = 1};
 
-static void check_passes(const struct tcase *c) {
+/* Writes case c, runs dump_check.py on it and asserts its exit status and that each of the lines
+ * (NULL-terminated; a "%s" in one stands for the dump folder) appears on its stdout. */
+static void check_case(const struct tcase *c, int rc, const char *const *lines) {
   json_t *index = NULL;
   const char *dir = write_case(c, &index);
   struct run_result r;
   run_sh(&r, "/usr/bin/python3 tests/dump_check.py '%s'", dir);
-  if (r.rc != 0) fail_msg("%s: dump_check exit %d\n%s%s", c->name, r.rc, r.out, r.err);
-  char want[700];
-  snprintf(want, sizeof want, "dump_check: %s: pass\n", dir);
-  assert_non_null(strstr(r.out, want));
+  if (r.rc != rc) fail_msg("%s: dump_check exit %d, want %d\n%s%s", c->name, r.rc, rc, r.out, r.err);
+  for (; lines && *lines; lines++) {
+    char want[1024];
+    snprintf(want, sizeof want, *lines, dir);
+    if (!strstr(r.out, want)) fail_msg("%s: no line '%s' in\n%s", c->name, want, r.out);
+  }
   run_result_release(&r);
+  json_decref(index);
+}
+
+static void check_passes(const struct tcase *c) {
+  const char *const pass[] = {"dump_check: %s: pass\n", NULL};
+  check_case(c, 0, pass);
+  char dir[600];
+  snprintf(dir, sizeof dir, "%s/%s", tmp_dir(), c->name);
+  struct run_result r;
   run_sh(&r, "/usr/bin/python3 tests/schema_check.py schemas/dump.schema.json '%s/index.json'", dir);
   if (r.rc != 0) fail_msg("%s: index.json does not validate:\n%s%s", c->name, r.out, r.err);
   run_result_release(&r);
-  json_decref(index);
 }
 
 static void dump_contiguous_nhd_bf16_causal_passes_numpy_check(void **s) { (void)s; check_passes(&CONTIG_NHD); }
@@ -385,9 +397,7 @@ static void dump_index_lists_files_with_dtype_and_hash(void **s) {
   run_sh(&r, "/usr/bin/python3 -c 'import numpy as np; a = np.load(\"%s\"); "
              "print(repr(float((a.astype(np.uint32) << 16).view(np.float32)[1, 0, 3, 7])))'", path);
   assert_int_equal(r.rc, 0);
-  char want[64];
-  snprintf(want, sizeof want, "%.17g\n", dkb_round_to(DKB_BF16, value(0, 1, 0, 3, 7)));
-  assert_near(strtod(r.out, NULL), strtod(want, NULL), 0);
+  assert_near(strtod(r.out, NULL), dkb_round_to(DKB_BF16, value(0, 1, 0, 3, 7)), 0);
   run_result_release(&r);
   json_decref(index);
 }
@@ -431,18 +441,9 @@ static void dump_check_fails_a_wrong_o_ref_value(void **s) {
   struct tcase c = CONTIG_NHD;
   c.name = "bad_o";
   c.bad_o = 1;
-  json_t *index = NULL;
-  const char *dir = write_case(&c, &index);
-  struct run_result r;
-  run_sh(&r, "/usr/bin/python3 tests/dump_check.py '%s'", dir);
-  assert_int_equal(r.rc, 1);
-  assert_non_null(strstr(r.out, "FAIL  o_ref: max |diff| 0.5 at [0, 0, 0, 0] exceeds tol 1e-12 (1 of 64 values)\n"));
-  assert_non_null(strstr(r.out, "ok    lse_ref: max |diff| "));
-  char want[700];
-  snprintf(want, sizeof want, "dump_check: %s: FAIL (1 check)\n", dir);
-  assert_non_null(strstr(r.out, want));
-  run_result_release(&r);
-  json_decref(index);
+  const char *const lines[] = {"FAIL  o_ref: max |diff| 0.5 at [0, 0, 0, 0] exceeds tol 1e-12 (1 of 64 values)\n",
+                               "ok    lse_ref: max |diff| ", "dump_check: %s: FAIL (1 check)\n", NULL};
+  check_case(&c, 1, lines);
 }
 
 /* Request 0's appended K row written one key too late (HND [row 1][head][t][x]): the expected slot
@@ -453,17 +454,10 @@ static void dump_check_fails_a_misplaced_appended_row(void **s) {
   struct tcase c = CONTIG_HND_APPEND;
   c.name = "misplaced";
   c.misplace = 1;
-  json_t *index = NULL;
-  const char *dir = write_case(&c, &index);
-  struct run_result r;
-  run_sh(&r, "/usr/bin/python3 tests/dump_check.py '%s'", dir);
-  assert_int_equal(r.rc, 1);
-  assert_non_null(strstr(r.out, "FAIL  k_cache_after: 16 elements differ from k_cache with its 4 new (key, head) rows "
-                                "at their translated addresses (first at [1, 0, 1, 0])\n"));
-  assert_non_null(strstr(r.out, "ok    v_cache_after: bitwise equal"));
-  assert_non_null(strstr(r.out, "ok    o_ref: "));
-  run_result_release(&r);
-  json_decref(index);
+  const char *const lines[] = {"FAIL  k_cache_after: 16 elements differ from k_cache with its 4 new (key, head) rows "
+                               "at their translated addresses (first at [1, 0, 1, 0])\n",
+                               "ok    v_cache_after: bitwise equal", "ok    o_ref: ", NULL};
+  check_case(&c, 1, lines);
 }
 
 /* A folder with someone else's file is refused; nothing in it is touched. */
@@ -602,24 +596,18 @@ static void dump_check_refuses_a_folder_without_index(void **s) {
 }
 
 /* page_indices naming an unused (poisoned) page: the gather reads NaN and says where, the page the
- * data really sits in is reported as unpoisoned, and the outputs no longer match. */
+ * data really sits in (page 4: 2 rows x 2 heads x 4 K or 6 V lanes) is reported as unpoisoned, and
+ * the outputs no longer match. */
 static void dump_check_catches_a_page_table_pointing_into_poison(void **s) {
   (void)s;
   struct tcase c = PAGED_CSR;
   c.name = "stale_page";
   c.stale_page = 1;
-  json_t *index = NULL;
-  const char *dir = write_case(&c, &index);
-  struct run_result r;
-  run_sh(&r, "/usr/bin/python3 tests/dump_check.py '%s'", dir);
-  assert_int_equal(r.rc, 1);
-  assert_non_null(strstr(r.out, "FAIL  gather: k_cache: request 0 key 0 head 0 reads NaN poison (and 1 more)\n"));
-  /* the real page 4 of request 0's block 0: 2 rows x 2 heads x 4 (K) or 6 (V) lanes */
-  assert_non_null(strstr(r.out, "FAIL  poison: k_cache: 16 elements no visible key addresses are not NaN\n"));
-  assert_non_null(strstr(r.out, "FAIL  poison: v_cache: 24 elements no visible key addresses are not NaN\n"));
-  assert_non_null(strstr(r.out, "FAIL  o_ref: max |diff| inf at "));
-  run_result_release(&r);
-  json_decref(index);
+  const char *const lines[] = {"FAIL  gather: k_cache: request 0 key 0 head 0 reads NaN poison (and 1 more)\n",
+                               "FAIL  poison: k_cache: 16 elements no visible key addresses are not NaN\n",
+                               "FAIL  poison: v_cache: 24 elements no visible key addresses are not NaN\n",
+                               "FAIL  o_ref: max |diff| inf at ", NULL};
+  check_case(&c, 1, lines);
 }
 
 DKB_TEST_GROUP(dump, cmocka_unit_test(dump_contiguous_nhd_bf16_causal_passes_numpy_check),
