@@ -30,14 +30,6 @@ class Malformed(Exception):
     """The dump cannot be checked: exit 3 with this message."""
 
 
-def sha256_of(path):
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        for chunk in iter(lambda: f.read(1 << 20), b""):
-            h.update(chunk)
-    return h.hexdigest()
-
-
 def load_files(folder):
     """index.json and every listed array, verified; returns (index, {role: (entry, array)})."""
     path = os.path.join(folder, "index.json")
@@ -74,7 +66,8 @@ def load_files(folder):
             raise Malformed(f"{fpath}: cannot read: {err.strerror}")
         if size != e["bytes"]:
             raise Malformed(f"{fpath}: {size} bytes, index.json says {e['bytes']}")
-        digest = sha256_of(fpath)
+        with open(fpath, "rb") as f:
+            digest = hashlib.file_digest(f, "sha256").hexdigest()
         if digest != e["sha256"]:
             raise Malformed(f"{fpath}: sha256 {digest} does not match index.json ({e['sha256']})")
         try:
