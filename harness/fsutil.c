@@ -29,24 +29,31 @@ int dkb_mkdirs(const char *dir, struct dkb_err *err) {
 }
 
 int dkb_write_atomic(const char *path, const void *data, size_t n, struct dkb_err *err) {
+  struct dkb_span one = {data, n};
+  return dkb_write_atomic_parts(path, &one, 1, err);
+}
+
+int dkb_write_atomic_parts(const char *path, const struct dkb_span *parts, int nparts, struct dkb_err *err) {
   char tmp[4200];
   if (snprintf(tmp, sizeof tmp, "%s.tmp.XXXXXX", path) >= (int)sizeof tmp)
     return dkb_err_set(err, DKB_INTERNAL, path, NULL, "path too long");
   int fd = mkstemp(tmp);
   if (fd < 0) return dkb_err_set(err, DKB_INTERNAL, path, NULL, "cannot create temp file: %s", strerror(errno));
-  const char *p = data;
-  size_t left = n;
-  while (left > 0) {
-    ssize_t k = write(fd, p, left);
-    if (k < 0 && errno == EINTR) continue;
-    if (k <= 0) {
-      int e = errno;
-      close(fd);
-      unlink(tmp);
-      return dkb_err_set(err, DKB_INTERNAL, path, NULL, "write failed: %s", strerror(e));
+  for (int i = 0; i < nparts; i++) {
+    const char *p = parts[i].data;
+    size_t left = parts[i].n;
+    while (left > 0) {
+      ssize_t k = write(fd, p, left);
+      if (k < 0 && errno == EINTR) continue;
+      if (k <= 0) {
+        int e = errno;
+        close(fd);
+        unlink(tmp);
+        return dkb_err_set(err, DKB_INTERNAL, path, NULL, "write failed: %s", strerror(e));
+      }
+      p += k;
+      left -= (size_t)k;
     }
-    p += k;
-    left -= (size_t)k;
   }
   if (fchmod(fd, 0644) || fsync(fd) || close(fd)) {
     int e = errno;

@@ -9,6 +9,13 @@
 
 /* Writes n bytes to path atomically. Errors are DKB_INTERNAL with the path and errno text. */
 int dkb_write_atomic(const char *path, const void *data, size_t n, struct dkb_err *err);
+/* One piece of a file written from several buffers (a header and a tensor, without copying either). */
+struct dkb_span {
+  const void *data;  /* may be NULL when n is 0 */
+  size_t n;
+};
+/* Writes the concatenation of parts[0..nparts) to path atomically, like dkb_write_atomic. */
+int dkb_write_atomic_parts(const char *path, const struct dkb_span *parts, int nparts, struct dkb_err *err);
 /* mkdir -p; DKB_INTERNAL on failure. */
 int dkb_mkdirs(const char *dir, struct dkb_err *err);
 /* dir + "/" + name into out (size n); -1 if it does not fit. */
