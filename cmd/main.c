@@ -69,6 +69,22 @@ static const struct command COMMANDS[] = {
      "  --quiet              no progress lines on stderr\n\n"
      "Exit 0 when the run completed, 1 when correctness failed, 3 on a malformed fixture, 4 when\n"
      "--require-level asks for more than this host can give.\n"},
+    {"bench", cmd_bench, "dkb bench [FIXTURE... | --matrix FILE] [-o DIR] [--graph] [--cold] [--max-time S] [--no-roofline]",
+     "sweep decode calls against the streaming-read roofline",
+     "Runs each case (a decode fixture, or every fixture x split variant of a dkb.bench-matrix/v1 file)\n"
+     "through the same runner as `dkb run` (each case writes a graded bundle under DIR/cases/), and\n"
+     "measures a streaming-read roofline (kernels/roofline.cu over >= 4 GiB) in the same process on\n"
+     "the same device. Prints median time, achieved bandwidth = (unique K/V + Q + O bytes) / median\n"
+     "(decimal TB/s), the fraction of the roofline, the split count, and for masked calls the bandwidth\n"
+     "over the K/V of visible tiles; compares auto with the best forced split count of each fixture;\n"
+     "writes DIR/bench.json, DIR/bench.csv and DIR/roofline-fraction.svg.\n\n"
+     "  --matrix FILE   the sweep (fixture paths relative to FILE; splits: [\"auto\", 1, 2, ...])\n"
+     "  -o, --output DIR  output folder (default bench-out)\n"
+     "  --graph         time CUDA graph replays (graph mode becomes part of every call key)\n"
+     "  --cold          flush L2 before every sample\n"
+     "  --max-time S    sampling limit per case (default 2)\n"
+     "  --no-roofline   skip the roofline measurement\n\n"
+     "Exit 0, 1 when a case fails correctness, 3 on a malformed matrix or fixture.\n"},
     {"validate", cmd_validate,
      "dkb validate BUNDLE... [--require-level N] [--json] [--source-root DIR] [--allow-synthetic] [--list-reasons]",
      "grade evidence bundles on the six-level ladder (the CI gate)",

@@ -58,13 +58,15 @@ int cmd_run(int argc, char **argv) {
     case O_SAMPLES:
       if (parse_num("run", "--samples", optarg, 20, 1e7, &v)) return DKB_USAGE;
       ro.timing.min_samples = (size_t)v;
-      if (ro.timing.max_samples < ro.timing.min_samples) ro.timing.max_samples = ro.timing.min_samples; break;
+      if (ro.timing.max_samples < ro.timing.min_samples) ro.timing.max_samples = ro.timing.min_samples;
+      break;
     case O_MAX_SAMPLES: if (parse_num("run", "--max-samples", optarg, 20, 1e7, &v)) return DKB_USAGE; ro.timing.max_samples = (size_t)v; break;
     case O_NOISE: if (parse_num("run", "--max-noise", optarg, 0, 100, &v)) return DKB_USAGE; ro.timing.max_noise = v / 100.0; break;
     case O_TIME:
       if (parse_num("run", "--max-time", optarg, 0.001, 3600, &v)) return DKB_USAGE;
       ro.timing.max_time_s = v;
-      if (ro.timing.min_time_s > v) ro.timing.min_time_s = v; break;
+      if (ro.timing.min_time_s > v) ro.timing.min_time_s = v;
+      break;
     case O_COLD: ro.timing.cold = 1; break;
     case O_GRAPH: graph = 1; break;
     case O_COUNTERS: ro.counters = 1; break;

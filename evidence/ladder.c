@@ -580,7 +580,7 @@ static void read_header(struct lctx *c) {
   static const char *const top_req[] = {"schema", "meta", "synthetic", "claimed_level", "status", "fixture",
                                         "artifacts", NULL};
   static const char *const top_opt[] = {"source", "chain", "loaded", "dispatch", "execution", "measurement", "ledgers",
-                                        NULL};
+                                        "dump", NULL};
   static const char *const meta_req[] = {"tool", "version", "commit", "dirty", "argv", "created", "host", NULL};
   static const char *const fix_req[] = {"path", "name", "sha256", NULL};
   const json_t *b = c->b;

@@ -258,7 +258,7 @@ static int read_split(struct jr *r, const json_t *doc, struct decode_call *c) {
     if (jr_int(r, o, P, "chunk", 1, 1, (long long)1 << 24, &v)) return -1;
     c->chunk = v;
   } else {
-    v = 128;
+    v = 1024;  /* the heuristic also caps at the resident CTAs and the key tiles */
     if (jr_int(r, o, P, "max_splits", 0, 1, 1024, &v)) return -1;
     c->max_splits = (int)v;
   }

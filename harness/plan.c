@@ -100,10 +100,18 @@ int plan_build(const struct decode_call *c, const struct decode_inputs *in, cons
     p->splits = 0;  /* per request below */
     break;
   default: {
+    /* FlashAttention-2's heuristic (oracles/schedule.h) over the batch's work expressed as B_eff
+     * requests as long as the longest one: for a uniform batch B_eff = B and this is FA2's rule; for
+     * a ragged batch the long requests get S splits and shorter ones proportionally fewer, so every
+     * item holds at most ceil(max_tiles / S) tiles and the work is balanced across CTAs. */
     int sms = o->sm_count > 0 ? o->sm_count : 132, per = o->ctas_per_sm > 0 ? o->ctas_per_sm : 2;
+    int64_t total = 0;
+    for (int b = 0; b < c->B; b++)
+      for (int i = 0; i < nr[b]; i++) total += (rs[b][i].e - rs[b][i].a + T - 1) / T;
+    int64_t b_eff = max_tiles > 0 ? (total + max_tiles - 1) / max_tiles : c->B;
     p->heuristic_sms = sms * per;
-    int s = sched_fa2_num_splits((long long)c->B * c->H_kv, p->heuristic_sms, max_tiles > 0 ? (int)max_tiles : 1,
-                                 c->max_splits, NULL);
+    int s = sched_fa2_num_splits((long long)(b_eff > 0 ? b_eff : 1) * c->H_kv, p->heuristic_sms,
+                                 max_tiles > 0 ? (int)max_tiles : 1, c->max_splits, NULL);
     if (s < 1) {
       free(nr);
       for (int b = 0; b < c->B; b++) free(rs[b]);
@@ -112,6 +120,7 @@ int plan_build(const struct decode_call *c, const struct decode_inputs *in, cons
     }
     p->splits = s;
     p->capacity = s;
+    p->chunk_tiles = max_tiles > 0 ? (max_tiles + s - 1) / s : 1;
   }
   }
   p->slot_indptr = calloc((size_t)c->B + 1, sizeof *p->slot_indptr);
@@ -128,8 +137,8 @@ int plan_build(const struct decode_call *c, const struct decode_inputs *in, cons
       if (tiles_per) cut(&bl, b, rs[b], nr[b], pieces, T, 1);
       else cut(&bl, b, rs[b], nr[b], pieces, T, 0);
     } else {
-      /* auto: at most one piece per visible tile, never an empty piece */
-      int64_t tiles = (vis + T - 1) / T, pieces = p->splits < tiles ? p->splits : tiles;
+      /* auto: pieces of at most chunk_tiles tiles, never an empty piece */
+      int64_t tiles = (vis + T - 1) / T, pieces = (tiles + p->chunk_tiles - 1) / p->chunk_tiles;
       cut(&bl, b, rs[b], nr[b], pieces > 0 ? pieces : 1, T, 1);
     }
     p->slot_indptr[b + 1] = p->total_slots;
@@ -139,7 +148,7 @@ int plan_build(const struct decode_call *c, const struct decode_inputs *in, cons
   }
   free(rs);
   free(nr);
-  if (c->split_policy == SPLIT_CHUNK) p->splits = p->capacity = p->max_slots;
+  if (c->split_policy != SPLIT_FIXED) p->splits = p->capacity = p->max_slots;
   p->direct = p->max_slots == 1;
   if (!p->direct) {
     int64_t rows = (int64_t)p->total_slots * c->H_q * c->C;
@@ -173,6 +182,9 @@ json_t *plan_json(const struct decode_call *c, const struct decode_plan *p) {
                         (json_int_t)p->workspace_bytes, "tiles", "SKIP", (json_int_t)p->tiles[0], "FULL",
                         (json_int_t)p->tiles[1], "PARTIAL", (json_int_t)p->tiles[2], "visible_keys", (json_int_t)p->visible_keys);
   json_object_set_new(j, "item_table_truncated", json_boolean(shown < p->n_items));
-  if (c->split_policy == SPLIT_AUTO) json_object_set_new(j, "heuristic_sms", json_integer(p->heuristic_sms));
+  if (c->split_policy == SPLIT_AUTO) {
+    json_object_set_new(j, "heuristic_sms", json_integer(p->heuristic_sms));
+    json_object_set_new(j, "chunk_tiles", json_integer(p->chunk_tiles));
+  }
   return j;
 }

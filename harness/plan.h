@@ -5,7 +5,8 @@
  * item owns one state slot. Fixed S cuts at key granularity with the balanced quotient/remainder
  * bounds of 0x03B (a capacity envelope S_capacity > S adds identity-writing items); chunk and auto
  * cut at tile granularity, auto taking S from FlashAttention-2's heuristic (oracles/schedule.h) with
- * the device's SM count times the kernel's CTAs per SM. A plan whose requests all have exactly one
+ * the device's SM count times the kernel's CTAs per SM, applied to the batch's work in units of its
+ * longest request (so a ragged batch is balanced: no item holds more than ceil(max_tiles / S) tiles). A plan whose requests all have exactly one
  * slot writes O directly and launches no combine kernel. */
 #ifndef DKB_PLAN_H
 #define DKB_PLAN_H
@@ -39,6 +40,7 @@ struct decode_plan {
   int64_t tiles[3];        /* tile classes over all requests: [SKIP, FULL, PARTIAL] */
   int64_t visible_keys;    /* keys in non-SKIP tiles, summed over requests (each read once per K/V head) */
   int heuristic_sms;       /* auto: the effective SM count given to the heuristic */
+  int64_t chunk_tiles;     /* auto: most tiles one item holds */
 };
 
 int plan_build(const struct decode_call *c, const struct decode_inputs *in, const struct plan_opts *o,

@@ -4,6 +4,7 @@
 #include "backends.h"
 #include "cjson.h"
 #include "decode_ref.h"
+#include "decode_dump.h"
 #include "device.h"
 #include "fsutil.h"
 #include "gpu_call.h"
@@ -207,10 +208,7 @@ int runner_execute(struct decode_call *c, const struct run_opts *o, struct run_r
   /* Admission (level 4) before planning launches. */
   family = backends_select(c, cc, adm);
   struct plan_opts po = {tile > 0 ? tile : 64, gpu_ok ? dev.dev.sm_count : 0, 0};
-  if (gpu_ok && family == DKB_FAMILY_SPLIT_KV) {
-    /* the heuristic sees the real occupancy of the producer instance */
-    po.ctas_per_sm = 2;
-  }
+  if (gpu_ok && family == DKB_FAMILY_SPLIT_KV) po.ctas_per_sm = dkb_decode_occupancy(kdt, c->dk, c->dv, rows);  /* real occupancy */
   if (plan_build(c, &in, &po, &pl, err)) goto cleanup;
   res->splits = pl.splits;
   res->direct = pl.direct;
@@ -463,6 +461,20 @@ int runner_execute(struct decode_call *c, const struct run_opts *o, struct run_r
   }
 
 grade:
+  /* The dump: inputs and oracle always, GPU outputs when they exist; --dump-on-fail only on failure. */
+  if (o->dump_dir && (!o->dump_on_fail || res->correctness == 0)) {
+    struct decode_outputs dout = {o_ref, lse_ref, res->correctness >= 0 ? o_gpu : NULL,
+                                  res->correctness >= 0 ? lse_gpu : NULL, res->correctness >= 0 ? k_after : NULL,
+                                  res->correctness >= 0 ? v_after : NULL};
+    json_t *index = NULL, *iref = NULL;
+    if (decode_dump_write(o->dump_dir, c, &in, &dout, &index, err)) goto cleanup;
+    int arc = bundle_add_json_artifact(bundle, o->out_dir, "dump-index", index, &iref, err);
+    json_decref(index);
+    if (arc) goto cleanup;
+    json_object_set_new(bundle, "dump", json_pack("{s:s,s:o}", "dir", o->dump_dir, "index", iref));
+    snprintf(res->dump_dir, sizeof res->dump_dir, "%s", o->dump_dir);
+    progress(o, "dump", "%s", o->dump_dir);
+  }
   /* Logical byte ledgers beside any counters (0x03F): never presented as measured traffic. */
   json_object_set_new(bundle, "ledgers",
                       json_pack("{s:I,s:I,s:I,s:I,s:s}", "unique_kv_bytes", (json_int_t)res->kv_bytes, "visible_kv_bytes",

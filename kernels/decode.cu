@@ -217,40 +217,107 @@ __global__ void __launch_bounds__(NT) decode_split_kv_producer(const dkb_decode_
 
   // Tiles are aligned blocks of NTOK keys covering [lo, hi); SKIP tiles are neither loaded nor computed.
   const int64_t t_first = lo / K::NTOK, t_end = hi > lo ? (hi + K::NTOK - 1) / K::NTOK : t_first;
-  auto cls_of = [&](int64_t t) {
+
+  // Address constants of this (request, K/V head), hoisted out of the copy loop: the copies of a tile
+  // must not wait on a dependent load per key. Contiguous and ragged: offset = base + key * stride.
+  // Paged: offset = page * page_stride + base + (key % P) * row_stride, with the page ids of the next
+  // tile loaded one tile ahead (FlashInfer does the same for its page table, decode.cuh).
+  const bool paged = p.layout == L_PAGED_NHD || p.layout == L_PAGED_HND;
+  const int64_t crow = p.cache_batch_idx ? p.cache_batch_idx[b] : b;
+  int64_t kbase = 0, vbase = 0, kstride = 0, vstride = 0, kpage = 0, vpage = 0;
+  const int32_t *tbl = nullptr;
+  const int P = p.page_size > 0 ? p.page_size : 1;
+  {
+    const int64_t Hk = p.H_kv, dk = p.dk, dv = p.dv;
+    switch (p.layout) {
+    case L_CONTIG_NHD: kbase = (crow * p.T_cap * Hk + h) * dk; vbase = (crow * p.T_cap * Hk + h) * dv;
+      kstride = Hk * dk; vstride = Hk * dv; break;
+    case L_CONTIG_HND: kbase = (crow * Hk + h) * p.T_cap * dk; vbase = (crow * Hk + h) * p.T_cap * dv;
+      kstride = dk; vstride = dv; break;
+    case L_RAGGED_NHD: kbase = (p.indptr[b] * Hk + h) * dk; vbase = (p.indptr[b] * Hk + h) * dv;
+      kstride = Hk * dk; vstride = Hk * dv; break;
+    case L_PAGED_NHD: kbase = h * dk; vbase = h * dv; kstride = Hk * dk; vstride = Hk * dv;
+      kpage = (int64_t)P * Hk * dk; vpage = (int64_t)P * Hk * dv; break;
+    default: kbase = h * (int64_t)P * dk; vbase = h * (int64_t)P * dv; kstride = dk; vstride = dv;
+      kpage = Hk * (int64_t)P * dk; vpage = Hk * (int64_t)P * dv; break;
+    }
+    if (paged) tbl = p.table == TBL_DENSE ? p.block_table + crow * p.table_width : p.page_indices + p.page_indptr[b];
+  }
+  // Every thread copies chunk `cc` of KPT keys per tile: keys ct0 + i * (NT / CH).
+  constexpr int KPT = K::NTOK * K::CH / NT > 0 ? K::NTOK * K::CH / NT : 1;
+  const int cc = tid % K::CH, ct0 = tid / K::CH;
+  const bool kch = cc * K::EPC < p.dk, vch = cc * K::EPC < p.dv;  // padded lanes are zero-filled
+  int32_t pg[KPT];          // page of each of this thread's keys in the pending tile
+  int4 sm0, sm1;            // flashmask summary of the pending tile
+  int64_t t_pend = t_first; // next tile to issue; its pages/summary are in flight in pg/sm
+  auto prefetch = [&](int64_t t) {
+    if (t >= t_end) return;
+    if (paged) {
+#pragma unroll
+      for (int i = 0; i < KPT; i++) {
+        int64_t key = t * K::NTOK + ct0 + i * (NT / K::CH);
+        pg[i] = key >= lo && key < hi ? __ldg(tbl + key / P) : 0;
+      }
+    }
+    if (p.mask_kind == M_FLASHMASK) {
+      const int4 *sp = reinterpret_cast<const int4 *>(p.fm_summary + 8 * (p.fm_sum_indptr[b] + t));
+      sm0 = __ldg(sp);
+      sm1 = __ldg(sp + 1);
+    }
+  };
+  auto classify = [&](int64_t t) {
     int64_t k0 = t * K::NTOK, k1 = k0 + K::NTOK < N ? k0 + K::NTOK : N;
-    int c = tile_class(p, b, q_first, N, k0, k1, t);
+    int c;
+    if (p.mask_kind == M_FLASHMASK) {
+      // summary = UTS_min, UTS_max, UTE_min, UTE_max, LTS_min, LTS_max, LTE_min, LTE_max (0x06C/D)
+      const int64_t q0 = q_first, q1 = N;
+      bool up_cover = q0 >= sm0.y && q1 <= sm0.z, lo_cover = q0 >= sm1.y && q1 <= sm1.z;
+      bool up_disj = !(q1 > sm0.x && q0 < sm0.w), lo_disj = !(q1 > sm1.x && q0 < sm1.w);
+      c = (up_cover || lo_cover) ? T_SKIP : (up_disj && lo_disj) ? T_FULL : T_PARTIAL;
+    } else {
+      c = tile_class(p, b, q_first, N, k0, k1, t);
+    }
     if (c == T_FULL && (k0 < lo || k0 + K::NTOK > hi)) c = T_PARTIAL;  // range edges need the predicate
     return c;
   };
-  auto next_tile = [&](int64_t t) {
-    while (t < t_end && cls_of(t) == T_SKIP) t++;
-    return t;
-  };
-  auto issue = [&](int64_t t, int stage) {
-    unsigned char *ks = stages + stage * K::STAGE_BYTES, *vs = ks + K::TILE_BYTES;
-    const int64_t k0 = t * K::NTOK;
-    for (int idx = tid; idx < K::NTOK * K::CH; idx += NT) {
-      int tt = idx / K::CH, c = idx % K::CH;
-      int64_t key = k0 + tt;
-      bool in = key >= lo && key < hi;
-      const T *kp = reinterpret_cast<const T *>(p.k), *vp = reinterpret_cast<const T *>(p.v);
-      int kb = in && c * K::EPC < p.dk ? 16 : 0, vb = in && c * K::EPC < p.dv ? 16 : 0;
-      const T *ksrc = kp, *vsrc = vp;
-      if (kb) ksrc = kp + kv_row_offset(p, b, key, h, p.dk) + c * K::EPC;
-      if (vb) vsrc = vp + kv_row_offset(p, b, key, h, p.dv) + c * K::EPC;
-      cp_async16(ks + (tt * K::CH + kswz<K::TPT>(tt, c)) * 16, ksrc, kb);
-      cp_async16(vs + (tt * K::CH + c) * 16, vsrc, vb);
+  // The ring tells the consumer which tile (and class) each stage holds; -1 = no more tiles.
+  __shared__ int64_t ring_t[kStages];
+  __shared__ int ring_c[kStages];
+  auto issue_next = [&](int s) {
+    int64_t t = t_pend;
+    int cls = T_SKIP;
+    while (t < t_end && (cls = classify(t)) == T_SKIP) prefetch(++t);  // rare: the planner left out SKIP runs
+    if (t < t_end) {
+      unsigned char *ks = stages + s * K::STAGE_BYTES, *vs = ks + K::TILE_BYTES;
+      const T *kp = reinterpret_cast<const T *>(p.k) + cc * K::EPC, *vp = reinterpret_cast<const T *>(p.v) + cc * K::EPC;
+#pragma unroll
+      for (int i = 0; i < KPT; i++) {
+        const int tt = ct0 + i * (NT / K::CH);
+        const int64_t key = t * K::NTOK + tt;
+        const bool in = key >= lo && key < hi;
+        int64_t ko, vo;
+        if (paged) {
+          const int64_t r = key % P;
+          ko = pg[i] * kpage + kbase + r * kstride;
+          vo = pg[i] * vpage + vbase + r * vstride;
+        } else {
+          ko = kbase + key * kstride;
+          vo = vbase + key * vstride;
+        }
+        cp_async16(ks + (tt * K::CH + kswz<K::TPT>(tt, cc)) * 16, in && kch ? kp + ko : kp, in && kch ? 16 : 0);
+        cp_async16(vs + (tt * K::CH + cc) * 16, in && vch ? vp + vo : vp, in && vch ? 16 : 0);
+      }
     }
+    if (tid == 0) { ring_t[s] = t < t_end ? t : -1; ring_c[s] = cls; }
+    t_pend = t + 1;
+    prefetch(t_pend);  // in flight while this thread computes the current tile
+    cp_async_commit();
   };
 
   // Prologue: fill kStages-1 stages (empty groups keep the wait counts uniform).
-  int64_t t_issue = next_tile(t_first);
+  prefetch(t_pend);
 #pragma unroll
-  for (int s = 0; s < kStages - 1; s++) {
-    if (t_issue < t_end) { issue(t_issue, s); t_issue = next_tile(t_issue + 1); }
-    cp_async_commit();
-  }
+  for (int s = 0; s < kStages - 1; s++) issue_next(s);
 
   // PV accumulators: chunk pc of rows [prg*RPT, prg*RPT+RPT), keys t = pts (mod TS).
   const int pc = tid % K::CH, prg = (tid / K::CH) % K::RG, pts = tid / (K::CH * K::RG);
@@ -262,17 +329,15 @@ __global__ void __launch_bounds__(NT) decode_split_kv_producer(const dkb_decode_
 
   const int qslot = tid / K::TPT, qpart = tid % K::TPT;
   int stage = 0;
-  for (int64_t t = next_tile(t_first); t < t_end; t = next_tile(t + 1)) {
+  for (;;) {
     cp_async_wait<kStages - 2>();
-    __syncthreads();  // tile t is in `stage`; every thread is done with the stage refilled below
-    {
-      int s_fill = (stage + kStages - 1) % kStages;
-      if (t_issue < t_end) { issue(t_issue, s_fill); t_issue = next_tile(t_issue + 1); }
-      cp_async_commit();
-    }
+    __syncthreads();  // `stage` holds its tile; every thread is done with the stage refilled below
+    const int64_t t = ring_t[stage];
+    if (t < 0) break;
+    const bool partial = ring_c[stage] == T_PARTIAL;
+    issue_next((stage + kStages - 1) % kStages);
     const unsigned char *ks = stages + stage * K::STAGE_BYTES, *vs = ks + K::TILE_BYTES;
     const int64_t k0 = t * K::NTOK;
-    const bool partial = cls_of(t) == T_PARTIAL;
 
     // ---- scores: p_s[key][row] = log2-domain q.k, -inf where not visible ----
     for (int rb = 0; rb < R_MAX; rb += K::RB) {
@@ -628,6 +693,21 @@ extern "C" int dkb_split_kv_supported(int dtype, int dk, int dv, int rows, char 
 extern "C" int dkb_decode_tile_tokens(int dtype, int dk, int dv, int rows) {
   Instance in;
   return pick(dtype, dk, dv, rows, &in) ? in.ntok : 0;
+}
+
+extern "C" int dkb_decode_occupancy(int dtype, int dk, int dv, int rows) {
+  Instance in;
+  if (!pick(dtype, dk, dv, rows, &in)) return 0;
+  if (cudaFuncSetAttribute((const void *)in.fn, cudaFuncAttributeMaxDynamicSharedMemorySize, in.smem) != cudaSuccess) {
+    cudaGetLastError();
+    return 0;
+  }
+  int n = 0;
+  if (cudaOccupancyMaxActiveBlocksPerMultiprocessor(&n, (const void *)in.fn, in.nt, in.smem) != cudaSuccess) {
+    cudaGetLastError();
+    return 0;
+  }
+  return n;
 }
 
 extern "C" int dkb_decode_launch(const struct dkb_decode_params *p, void *stream) {

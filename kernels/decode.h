@@ -80,6 +80,8 @@ struct dkb_decode_params {
 int dkb_split_kv_supported(int dtype, int dk, int dv, int rows, char *why, size_t whyn);
 /* Keys per tile of the split-KV instance these parameters select (flashmask block size, planner). */
 int dkb_decode_tile_tokens(int dtype, int dk, int dv, int rows);
+/* Resident producer CTAs per SM of that instance on the current device (0 when it cannot be asked). */
+int dkb_decode_occupancy(int dtype, int dk, int dv, int rows);
 /* Launches the producer (and the combine kernel unless direct). 0 or a cudaError_t value. */
 int dkb_decode_launch(const struct dkb_decode_params *p, void *stream);
 /* The naive reference family: one CTA per (request, query row, query head), no split, any rows.

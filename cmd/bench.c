@@ -1,0 +1,146 @@
+/* bench.c - `dkb bench`: a sweep of decode calls against the streaming-read roofline. */
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cmd.h"
+#include "harness/bench.h"
+#include "harness/decode_call.h"
+#include "harness/device.h"
+#include "harness/fsutil.h"
+#include "harness/runner.h"
+#include "harness/trace.h"
+
+static void quiet_progress(void *ctx, const char *stage, const char *detail) { (void)ctx; (void)stage; (void)detail; }
+
+/* usage: dkb bench [FIXTURE... | --matrix FILE] [-o DIR] [--graph] [--cold] [--max-time S] [--no-roofline] */
+int cmd_bench(int argc, char **argv) {
+  enum { O_MATRIX = 256, O_GRAPH, O_COLD, O_TIME, O_NOROOF };
+  static const struct option opts[] = {{"matrix", required_argument, NULL, O_MATRIX}, {"output", required_argument, NULL, 'o'},
+                                       {"graph", no_argument, NULL, O_GRAPH}, {"cold", no_argument, NULL, O_COLD},
+                                       {"max-time", required_argument, NULL, O_TIME}, {"no-roofline", no_argument, NULL, O_NOROOF},
+                                       {NULL, 0, NULL, 0}};
+  const char *matrix = NULL, *out = "bench-out";
+  int graph = 0, cold = 0, roof = 1, c;
+  double max_time = 2.0;
+  while ((c = getopt_long(argc, argv, ":o:", opts, NULL)) != -1) {
+    switch (c) {
+    case O_MATRIX: matrix = optarg; break;
+    case 'o': out = optarg; break;
+    case O_GRAPH: graph = 1; break;
+    case O_COLD: cold = 1; break;
+    case O_NOROOF: roof = 0; break;
+    case O_TIME: {
+      char *end;
+      max_time = strtod(optarg, &end);
+      if (*end || !(max_time >= 0.01 && max_time <= 3600)) return cmd_usage_error("bench", "--max-time must be in [0.01, 3600] (got '%s')", optarg);
+      break;
+    }
+    case ':': return cmd_usage_error("bench", "option '%s' needs a value", argv[optind - 1]);
+    default: return cmd_usage_error("bench", "unknown option '%s'", argv[optind - 1]);
+    }
+  }
+  if (!!matrix == (optind < argc)) return cmd_usage_error("bench", "give fixtures or --matrix FILE (one of them)");
+  struct dkb_err err;
+  dkb_err_clear(&err);
+  dkb_trace_route_nvtx(&err);
+  dkb_err_clear(&err);
+  struct bench_matrix m;
+  if (matrix ? bench_matrix_load(matrix, &m, &err) : bench_matrix_from_fixtures(argv + optind, argc - optind, &m, &err))
+    return cmd_report_err(&err);
+  if (dkb_mkdirs(out, &err)) { bench_matrix_release(&m); return cmd_report_err(&err); }
+
+  struct dkb_device_info dev;
+  struct dkb_err derr;
+  dkb_err_clear(&derr);
+  if (dkb_device_probe(0, &dev, &derr)) {
+    fprintf(stderr, "dkb: bench: no GPU (%s); every case stops at the level the host proves\n", dev.reason);
+  }
+  struct dkb_timing_opts t;
+  dkb_timing_opts_default(&t);
+  t.max_time_s = max_time;
+  if (t.min_time_s > max_time) t.min_time_s = max_time;
+  t.cold = cold;
+  struct bench_roofline r;
+  memset(&r, 0, sizeof r);
+  if (roof && dev.available) {
+    if (bench_roofline(m.roofline_bytes, &t, &r, &err)) fprintf(stderr, "dkb: bench: roofline failed: %s\n", err.msg);
+    else printf("roofline: %s streams %.3g GB: median %.1f us = %.3f TB/s (%zu samples)\n", "dkb_roofline_read_v1", r.bytes / 1e9,
+                r.median_us, r.tbps, r.samples);
+  } else {
+    snprintf(r.reason, sizeof r.reason, "%s", roof ? dev.reason : "--no-roofline");
+  }
+  printf("bandwidth = (unique K/V bytes + Q bytes + O bytes) / median time, decimal TB/s; fraction = bandwidth / roofline\n");
+  printf("%-34s %-15s %5s %6s %4s %7s %10s %7s %6s %8s %6s %5s\n", "case", "layout", "B", "T", "g", "split", "median_us",
+         "TB/s", "frac", "vis_TB/s", "vfrac", "level");
+  int rc = DKB_OK;
+  for (int i = 0; i < m.n; i++) {
+    struct bench_case *bc = &m.cases[i];
+    struct decode_call call;
+    if (decode_call_load(bc->fixture, &call, &err)) { rc = cmd_report_err(&err); break; }
+    if (bc->forced_splits) {
+      call.split_policy = SPLIT_FIXED;
+      call.splits = call.capacity = bc->forced_splits;
+    }
+    if (graph) call.graph = 1;
+    struct run_opts ro;
+    memset(&ro, 0, sizeof ro);
+    snprintf(bc->bundle_dir, sizeof bc->bundle_dir, "%s/cases/%03d", out, i);
+    ro.out_dir = bc->bundle_dir;
+    ro.timing = t;
+    ro.timing_enabled = 1;
+    ro.argc = argc;
+    ro.argv = argv;
+    ro.progress = quiet_progress;
+    struct run_result res;
+    if (runner_execute(&call, &ro, &res, &err)) {
+      fprintf(stderr, "dkb: error: %s: %s\n", bc->name, err.msg);
+      decode_call_release(&call);
+      rc = DKB_INTERNAL;
+      continue;
+    }
+    bc->ran = 1;
+    bc->level = res.level;
+    snprintf(bc->terminal, sizeof bc->terminal, "%s", res.terminal);
+    bc->median_us = res.median_us;
+    bc->io_bytes = res.io_bytes;
+    bc->kv_bytes = res.kv_bytes;
+    bc->visible_kv_bytes = res.visible_kv_bytes;
+    bc->splits = res.splits;
+    memcpy(bc->tiles, res.tiles, sizeof bc->tiles);
+    if (res.median_us > 0) {
+      bc->tbps = res.io_bytes / (res.median_us * 1e-6) / 1e12;
+      bc->visible_tbps = (res.visible_kv_bytes + res.io_bytes - res.kv_bytes) / (res.median_us * 1e-6) / 1e12;
+      if (r.measured) {
+        bc->frac = bc->tbps / r.tbps;
+        bc->visible_frac = bc->visible_tbps / r.tbps;
+      }
+    }
+    if (res.correctness == 0) rc = DKB_FAIL;
+    printf("%-34s %-15s %5d %6.0f %4d %7d %10.2f %7.3f %6.3f %8.3f %6.3f %5d\n", bc->name, bc->layout, bc->B, bc->mean_len,
+           bc->H_q / bc->H_kv, bc->splits, bc->median_us, bc->tbps, bc->frac, bc->visible_tbps, bc->visible_frac, bc->level);
+    fflush(stdout);
+    run_result_release(&res);
+    decode_call_release(&call);
+  }
+  /* auto versus the best forced split count of the same fixture */
+  for (int i = 0; i < m.n; i++) {
+    const struct bench_case *a = &m.cases[i];
+    if (a->forced_splits || !a->ran || a->median_us <= 0) continue;
+    double best = 0;
+    int best_s = 0;
+    for (int k = 0; k < m.n; k++) {
+      const struct bench_case *f = &m.cases[k];
+      if (!f->forced_splits || strcmp(f->fixture, a->fixture) || f->median_us <= 0) continue;
+      if (!best || f->median_us < best) { best = f->median_us; best_s = f->forced_splits; }
+    }
+    if (best > 0)
+      printf("auto vs best forced: %-34s auto %.2f us (split %d), best split %d %.2f us: %+.1f%%\n", a->name, a->median_us,
+             a->splits, best_s, best, 100 * (a->median_us / best - 1));
+  }
+  if (bench_write(out, &m, &r, argc, argv, &err)) rc = cmd_report_err(&err);
+  else printf("wrote %s/bench.json, %s/bench.csv, %s/roofline-fraction.svg\n", out, out, out);
+  bench_matrix_release(&m);
+  return rc;
+}

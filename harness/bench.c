@@ -1,0 +1,244 @@
+/* bench.c - bench matrix, roofline and the table/CSV/SVG writers (see bench.h). */
+#include "bench.h"
+#include "buf.h"
+#include "cjson.h"
+#include "decode_call.h"
+#include "fsutil.h"
+#include "gpucheck.h"
+#include "jread.h"
+#include "timing.h"
+#include "evidence/bundle.h"
+#include "kernels/kernels.h"
+#include "oracles/dtype.h"
+#include "oracles/kv_address.h"
+
+#include <libgen.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cuda_runtime_api.h>
+
+void bench_matrix_release(struct bench_matrix *m) {
+  free(m->cases);
+  memset(m, 0, sizeof *m);
+}
+
+/* Fills the descriptive fields of a case from its fixture (and checks the fixture up front). */
+static int describe(struct bench_case *bc, struct dkb_err *err) {
+  struct decode_call c;
+  if (decode_call_load(bc->fixture, &c, err)) return -1;
+  snprintf(bc->layout, sizeof bc->layout, "%s", kv_layout_name((enum kv_layout_kind)c.layout));
+  snprintf(bc->dtype, sizeof bc->dtype, "%s", dkb_dtype_name((enum dkb_dtype)c.dtype));
+  bc->B = c.B;
+  bc->C = c.C;
+  bc->H_q = c.H_q;
+  bc->H_kv = c.H_kv;
+  bc->d = c.dk;
+  double sum = 0;
+  for (int b = 0; b < c.B; b++) sum += (double)c.kv_len[b];
+  bc->mean_len = sum / c.B;
+  if (bc->forced_splits) snprintf(bc->name, sizeof bc->name, "%s/split%d", c.name, bc->forced_splits);
+  else snprintf(bc->name, sizeof bc->name, "%s", c.name);
+  decode_call_release(&c);
+  return 0;
+}
+
+static void push(struct bench_matrix *m, const char *fixture, int splits) {
+  m->cases = realloc(m->cases, (size_t)(m->n + 1) * sizeof *m->cases);
+  struct bench_case *bc = &m->cases[m->n++];
+  memset(bc, 0, sizeof *bc);
+  snprintf(bc->fixture, sizeof bc->fixture, "%s", fixture);
+  bc->forced_splits = splits;
+}
+
+int bench_matrix_from_fixtures(char **paths, int n, struct bench_matrix *m, struct dkb_err *err) {
+  memset(m, 0, sizeof *m);
+  snprintf(m->name, sizeof m->name, "fixtures");
+  m->roofline_bytes = 4LL << 30;
+  for (int i = 0; i < n; i++) {
+    push(m, paths[i], 0);
+    if (describe(&m->cases[m->n - 1], err)) { bench_matrix_release(m); return -1; }
+  }
+  return 0;
+}
+
+int bench_matrix_load(const char *path, struct bench_matrix *m, struct dkb_err *err) {
+  memset(m, 0, sizeof *m);
+  json_t *doc = jr_load_file(path, err);
+  if (!doc) return -1;
+  struct jr r = {.file = path, .err = err, .code = DKB_INPUT};
+  static const char *const req[] = {"schema", "name", "cases", NULL}, *const opt[] = {"description", "roofline_bytes", NULL};
+  const char *schema = NULL, *name = NULL;
+  long long rb = 4LL << 30;
+  char dir[4096];
+  snprintf(dir, sizeof dir, "%s", path);
+  const char *base = dirname(dir);
+  if (jr_keys(&r, doc, "", req, opt) || jr_str(&r, doc, "", "schema", 1, &schema)) goto fail;
+  if (strcmp(schema, "dkb.bench-matrix/v1")) { jr_fail(&r, "", "schema", "must be 'dkb.bench-matrix/v1' (got '%s')", schema); goto fail; }
+  if (jr_str(&r, doc, "", "name", 1, &name) || jr_int(&r, doc, "", "roofline_bytes", 0, 4LL << 30, 1LL << 40, &rb)) goto fail;
+  snprintf(m->name, sizeof m->name, "%s", name);
+  m->roofline_bytes = rb;
+  const json_t *cases = jr_get(&r, doc, "", "cases", 1, JSON_ARRAY);
+  if (!cases) goto fail;
+  for (size_t i = 0; i < json_array_size(cases); i++) {
+    char p[DKB_PTR_MAX];
+    jr_ptr_idx(p, "/cases", i);
+    const json_t *cj = json_array_get(cases, i);
+    static const char *const creq[] = {"fixture", NULL}, *const copt[] = {"splits", NULL};
+    const char *fx = NULL;
+    if (jr_keys(&r, cj, p, creq, copt) || jr_str(&r, cj, p, "fixture", 1, &fx)) goto fail;
+    char full[4700];
+    snprintf(full, sizeof full, "%s/%s", base, fx);
+    const json_t *sp = json_object_get(cj, "splits");
+    if (!sp) push(m, full, 0);
+    else {
+      char q[DKB_PTR_MAX];
+      jr_ptr_key(q, p, "splits");
+      if (!json_is_array(sp) || !json_array_size(sp)) { jr_fail(&r, q, NULL, "must be a non-empty array of \"auto\" and split counts"); goto fail; }
+      for (size_t k = 0; k < json_array_size(sp); k++) {
+        const json_t *v = json_array_get(sp, k);
+        char e[DKB_PTR_MAX];
+        jr_ptr_idx(e, q, k);
+        if (json_is_string(v) && !strcmp(json_string_value(v), "auto")) push(m, full, 0);
+        else if (json_is_integer(v) && json_integer_value(v) >= 1 && json_integer_value(v) <= 1024) push(m, full, (int)json_integer_value(v));
+        else { jr_fail(&r, e, NULL, "must be \"auto\" or a split count in [1, 1024]"); goto fail; }
+      }
+    }
+  }
+  for (int i = 0; i < m->n; i++)
+    if (describe(&m->cases[i], err)) goto fail;
+  json_decref(doc);
+  return 0;
+fail:
+  json_decref(doc);
+  bench_matrix_release(m);
+  return -1;
+}
+
+struct roof_arg { const void *buf; size_t n16; float *sink; };
+static int roof_launch(void *arg, void *stream) {
+  struct roof_arg *a = arg;
+  return dkb_roofline_read(a->buf, a->n16, a->sink, 0, stream);
+}
+
+int bench_roofline(long long bytes, const struct dkb_timing_opts *t, struct bench_roofline *r, struct dkb_err *err) {
+  memset(r, 0, sizeof *r);
+  void *buf = NULL;
+  float *sink = NULL;
+  struct dkb_timing tm;
+  memset(&tm, 0, sizeof tm);
+  int rc = -1;
+  DKB_CUDA_CHECK(err, cudaMalloc(&buf, (size_t)bytes));
+  DKB_CUDA_CHECK(err, cudaMalloc((void **)&sink, 16));
+  /* Never time zeros: fill with a pattern (0x3c bytes are small finite floats). */
+  DKB_CUDA_CHECK(err, cudaMemset(buf, 0x3c, (size_t)bytes));
+  DKB_CUDA_CHECK(err, cudaDeviceSynchronize());
+  struct roof_arg a = {buf, (size_t)bytes / 16, sink};
+  if (dkb_timing_run(0, t, roof_launch, &a, NULL, &tm, err)) goto cleanup;
+  r->measured = 1;
+  r->bytes = (double)(bytes / 16 * 16);
+  r->median_us = tm.stats.median;
+  r->samples = tm.n;
+  r->tbps = r->bytes / (tm.stats.median * 1e-6) / 1e12;
+  rc = 0;
+cleanup:
+  if (rc) snprintf(r->reason, sizeof r->reason, "%s", err->msg);
+  dkb_timing_release(&tm);
+  cudaFree(buf);
+  cudaFree(sink);
+  return rc;
+}
+
+static json_t *case_json(const struct bench_case *bc) {
+  return json_pack("{s:s,s:s,s:s,s:i,s:i,s:i,s:i,s:i,s:s,s:f,s:b,s:i,s:s,s:f,s:f,s:f,s:f,s:f,s:f,s:f,s:f,s:i,s:{s:I,s:I,s:I},s:s,s:o}",
+                   "name", bc->name, "fixture", bc->fixture, "layout", bc->layout, "B", bc->B, "S_q", bc->C, "H_q",
+                   bc->H_q, "H_kv", bc->H_kv, "d", bc->d, "dtype", bc->dtype, "mean_kv_len", bc->mean_len, "ran",
+                   bc->ran, "level", bc->level, "terminal", bc->terminal, "median_us", bc->median_us, "io_bytes",
+                   bc->io_bytes, "kv_bytes", bc->kv_bytes, "visible_kv_bytes", bc->visible_kv_bytes, "tbps", bc->tbps,
+                   "roofline_fraction", bc->frac, "visible_tbps", bc->visible_tbps, "visible_roofline_fraction",
+                   bc->visible_frac, "splits", bc->splits, "tiles", "SKIP", (json_int_t)bc->tiles[0], "FULL",
+                   (json_int_t)bc->tiles[1], "PARTIAL", (json_int_t)bc->tiles[2], "bundle", bc->bundle_dir,
+                   "forced_splits", bc->forced_splits ? json_integer(bc->forced_splits) : json_null());
+}
+
+/* Roofline fraction against mean context length (log2 axis), one series per layout. */
+static void svg(const struct bench_matrix *m, struct dkb_buf *o) {
+  const double W = 720, H = 420, L = 70, R = 170, T = 30, Bm = 50;
+  double xmin = 1e30, xmax = 0;
+  for (int i = 0; i < m->n; i++)
+    if (m->cases[i].ran && m->cases[i].median_us > 0) {
+      xmin = fmin(xmin, log2(m->cases[i].mean_len));
+      xmax = fmax(xmax, log2(m->cases[i].mean_len));
+    }
+  if (xmin > xmax) { xmin = 0; xmax = 1; }  /* no measured point: an empty chart */
+  if (xmax <= xmin) { xmin -= 1; xmax += 1; }
+  dkb_buf_addf(o, "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%g\" height=\"%g\" viewBox=\"0 0 %g %g\" role=\"img\">\n", W, H, W, H);
+  dkb_buf_addf(o, "<title>%s: fraction of the streaming-read roofline by context length</title>\n", m->name);
+  dkb_buf_addf(o, "<rect width=\"%g\" height=\"%g\" fill=\"white\"/>\n", W, H);
+  for (int k = 0; k <= 10; k += 2) {
+    double y = T + (H - T - Bm) * (1 - k / 10.0);
+    dkb_buf_addf(o, "<line x1=\"%g\" x2=\"%g\" y1=\"%.1f\" y2=\"%.1f\" stroke=\"#ddd\"/><text x=\"%g\" y=\"%.1f\" font-size=\"11\" text-anchor=\"end\">%.1f</text>\n",
+                 L, W - R, y, y, L - 6, y + 4, k / 10.0);
+  }
+  for (int e = (int)floor(xmin); e <= (int)ceil(xmax); e++) {
+    double x = L + (W - L - R) * (e - xmin) / (xmax - xmin);
+    if (x < L - 1 || x > W - R + 1) continue;
+    dkb_buf_addf(o, "<text x=\"%.1f\" y=\"%g\" font-size=\"11\" text-anchor=\"middle\">%.0f</text>\n", x, H - Bm + 16, pow(2, e));
+  }
+  dkb_buf_addf(o, "<text x=\"%g\" y=\"%g\" font-size=\"12\" text-anchor=\"middle\">mean keys per request (log scale)</text>\n", (L + W - R) / 2, H - 12);
+  dkb_buf_addf(o, "<text x=\"16\" y=\"%g\" font-size=\"12\" transform=\"rotate(-90 16 %g)\" text-anchor=\"middle\">fraction of roofline</text>\n", (T + H - Bm) / 2, (T + H - Bm) / 2);
+  static const char *const COLORS[] = {"#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e"};
+  for (int l = 0; l < KV_LAYOUT_COUNT; l++) {
+    const char *name = kv_layout_name((enum kv_layout_kind)l);
+    int any = 0;
+    for (int i = 0; i < m->n; i++) {
+      const struct bench_case *bc = &m->cases[i];
+      if (!bc->ran || bc->median_us <= 0 || strcmp(bc->layout, name)) continue;
+      double x = L + (W - L - R) * (log2(bc->mean_len) - xmin) / (xmax - xmin), y = T + (H - T - Bm) * (1 - fmin(bc->frac, 1.2) / 1.0);
+      dkb_buf_addf(o, "<circle cx=\"%.1f\" cy=\"%.1f\" r=\"4\" fill=\"%s\"><title>%s: %.3f</title></circle>\n", x, y, COLORS[l], bc->name, bc->frac);
+      any = 1;
+    }
+    if (any)
+      dkb_buf_addf(o, "<circle cx=\"%g\" cy=\"%g\" r=\"4\" fill=\"%s\"/><text x=\"%g\" y=\"%g\" font-size=\"12\">%s</text>\n", W - R + 16,
+                   T + 10 + 18.0 * l, COLORS[l], W - R + 26, T + 14 + 18.0 * l, name);
+  }
+  dkb_buf_adds(o, "</svg>\n");
+}
+
+int bench_write(const char *dir, const struct bench_matrix *m, const struct bench_roofline *r, int argc, char **argv,
+                struct dkb_err *err) {
+  char path[4200];
+  struct dkb_buf b;
+  dkb_buf_init(&b);
+  int rc = -1;
+  json_t *cases = json_array();
+  for (int i = 0; i < m->n; i++) json_array_append_new(cases, case_json(&m->cases[i]));
+  json_t *doc = json_pack("{s:s,s:o,s:s,s:{s:b,s:f,s:f,s:f,s:I,s:s,s:s},s:s,s:o}", "schema", "dkb.bench/v1", "meta",
+                          bundle_meta_new(argc, argv), "matrix", m->name, "roofline", "measured", r->measured, "bytes",
+                          r->bytes, "median_us", r->median_us, "tbps", r->tbps, "samples", (json_int_t)r->samples, "kernel",
+                          dkb_roofline_symbol, "reason", r->reason, "bandwidth_formula",
+                          "(unique K/V bytes + Q bytes + O bytes) / median time, decimal TB/s; visible: K/V of non-SKIP tiles only",
+                          "cases", cases);
+  if (cjson_write(doc, 2, &b, err)) goto cleanup;
+  dkb_buf_addc(&b, '\n');
+  if (dkb_path_join(path, sizeof path, dir, "bench.json") || dkb_write_atomic(path, b.p, b.n, err)) goto cleanup;
+  dkb_buf_release(&b);
+  dkb_buf_adds(&b, "name,layout,B,S_q,H_q,H_kv,d,dtype,mean_kv_len,splits,median_us,io_bytes,tbps,roofline_fraction,visible_tbps,visible_roofline_fraction,tiles_skip,tiles_full,tiles_partial,level\n");
+  for (int i = 0; i < m->n; i++) {
+    const struct bench_case *bc = &m->cases[i];
+    dkb_buf_addf(&b, "%s,%s,%d,%d,%d,%d,%d,%s,%.1f,%d,%.3f,%.0f,%.4f,%.4f,%.4f,%.4f,%lld,%lld,%lld,%d\n", bc->name, bc->layout, bc->B,
+                 bc->C, bc->H_q, bc->H_kv, bc->d, bc->dtype, bc->mean_len, bc->splits, bc->median_us, bc->io_bytes, bc->tbps,
+                 bc->frac, bc->visible_tbps, bc->visible_frac, bc->tiles[0], bc->tiles[1], bc->tiles[2], bc->level);
+  }
+  if (dkb_path_join(path, sizeof path, dir, "bench.csv") || dkb_write_atomic(path, b.p, b.n, err)) goto cleanup;
+  dkb_buf_release(&b);
+  svg(m, &b);
+  if (dkb_path_join(path, sizeof path, dir, "roofline-fraction.svg") || dkb_write_atomic(path, b.p, b.n, err)) goto cleanup;
+  rc = 0;
+cleanup:
+  json_decref(doc);
+  dkb_buf_release(&b);
+  return rc;
+}
