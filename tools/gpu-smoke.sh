@@ -44,7 +44,7 @@ if [ "$SAN" = 1 ]; then
 fi
 if [ "$BENCH" = 1 ]; then
   echo "== bench matrix" >> "$S"
-  build/dkb bench --matrix fixtures/bench/matrix.json -o "$W/bench" > "$W/bench.log" 2>&1
+  build/dkb bench --matrix fixtures/bench/matrix.json -o "$W/bench" ${BENCH_ARGS:-} > "$W/bench.log" 2>&1
   echo "bench rc=$?" >> "$S"
   cat "$W/bench.log" >> "$S"
   cp "$W/bench/bench.csv" "$W/bench/bench.json" "$W/bench/roofline-fraction.svg" "$OUT/" 2>/dev/null
