@@ -151,6 +151,124 @@ __device__ __forceinline__ int tile_class(const dkb_decode_params &p, int b, int
   }
 }
 
+// ---- the tile pipeline -------------------------------------------------------------------------
+// One CTA streams the K/V tiles of its item [lo, hi) of request b, head h, through kStages shared-memory
+// stages with cp.async. Tiles are aligned blocks of NTOK keys; SKIP tiles (0x05C) are neither loaded nor
+// computed. Address constants are hoisted out of the copy loop (a copy must not wait on a dependent
+// load), and the page ids and FlashMask summary of the next tile are loaded one tile ahead, while the
+// current tile is computed (FlashInfer's decode.cuh does the same for its page table). A ring in shared
+// memory tells the consumer which tile and class each stage holds (-1: no more tiles).
+template <typename T, int NTOK, int CH, int NT>
+struct TilePipe {
+  static constexpr int EPC = 16 / (int)sizeof(T);
+  static constexpr int KPT = NTOK * CH / NT > 0 ? NTOK * CH / NT : 1;  // keys each thread copies per tile
+  const dkb_decode_params *pp;
+  int tid, b;
+  int64_t lo, hi, N, q_first, t_end, t_pend;
+  bool paged, kch, vch;
+  int64_t kbase, vbase, kstride, vstride, kpage, vpage;
+  const int32_t *tbl;
+  int P, cc, ct0;
+  int32_t pg[KPT];
+  int4 sm0, sm1;
+  int64_t *ring_t;
+  int *ring_c;
+
+  __device__ __forceinline__ void init(const dkb_decode_params &p, int tid_, int b_, int h, int64_t lo_, int64_t hi_, int64_t N_,
+                                       int64_t q_first_, int64_t *rt, int *rc) {
+    pp = &p; tid = tid_; b = b_; lo = lo_; hi = hi_; N = N_; q_first = q_first_; ring_t = rt; ring_c = rc;
+    t_pend = lo / NTOK;
+    t_end = hi > lo ? (hi + NTOK - 1) / NTOK : t_pend;
+    paged = p.layout == L_PAGED_NHD || p.layout == L_PAGED_HND;
+    P = p.page_size > 0 ? p.page_size : 1;
+    const int64_t crow = p.cache_batch_idx ? p.cache_batch_idx[b] : b, Hk = p.H_kv, dk = p.dk, dv = p.dv;
+    kpage = vpage = 0;
+    tbl = nullptr;
+    /* offset of key t: base + t * stride (contiguous, ragged) or page * page_stride + base + (t % P) * stride */
+    switch (p.layout) {
+    case L_CONTIG_NHD: kbase = (crow * p.T_cap * Hk + h) * dk; vbase = (crow * p.T_cap * Hk + h) * dv;
+      kstride = Hk * dk; vstride = Hk * dv; break;
+    case L_CONTIG_HND: kbase = (crow * Hk + h) * p.T_cap * dk; vbase = (crow * Hk + h) * p.T_cap * dv;
+      kstride = dk; vstride = dv; break;
+    case L_RAGGED_NHD: kbase = (p.indptr[b] * Hk + h) * dk; vbase = (p.indptr[b] * Hk + h) * dv;
+      kstride = Hk * dk; vstride = Hk * dv; break;
+    case L_PAGED_NHD: kbase = h * dk; vbase = h * dv; kstride = Hk * dk; vstride = Hk * dv;
+      kpage = (int64_t)P * Hk * dk; vpage = (int64_t)P * Hk * dv; break;
+    default: kbase = h * (int64_t)P * dk; vbase = h * (int64_t)P * dv; kstride = dk; vstride = dv;
+      kpage = Hk * (int64_t)P * dk; vpage = Hk * (int64_t)P * dv; break;
+    }
+    if (paged) tbl = p.table == TBL_DENSE ? p.block_table + crow * p.table_width : p.page_indices + p.page_indptr[b];
+    cc = tid % CH;          // every thread copies chunk cc of keys ct0 + i * (NT / CH)
+    ct0 = tid / CH;
+    kch = cc * EPC < p.dk;  // padded lanes are zero-filled
+    vch = cc * EPC < p.dv;
+    prefetch(t_pend);
+  }
+  __device__ __forceinline__ void prefetch(int64_t t) {
+    if (t >= t_end) return;
+    if (paged) {
+#pragma unroll
+      for (int i = 0; i < KPT; i++) {
+        int64_t key = t * NTOK + ct0 + i * (NT / CH);
+        pg[i] = key >= lo && key < hi ? __ldg(tbl + key / P) : 0;
+      }
+    }
+    if (pp->mask_kind == M_FLASHMASK) {
+      const int4 *sp = reinterpret_cast<const int4 *>(pp->fm_summary + 8 * (pp->fm_sum_indptr[b] + t));
+      sm0 = __ldg(sp);
+      sm1 = __ldg(sp + 1);
+    }
+  }
+  __device__ __forceinline__ int classify(int64_t t) const {
+    int64_t k0 = t * NTOK, k1 = k0 + NTOK < N ? k0 + NTOK : N;
+    int c;
+    if (pp->mask_kind == M_FLASHMASK) {
+      // summary = UTS_min, UTS_max, UTE_min, UTE_max, LTS_min, LTS_max, LTE_min, LTE_max (0x06C/D)
+      const int64_t q0 = q_first, q1 = N;
+      bool up_cover = q0 >= sm0.y && q1 <= sm0.z, lo_cover = q0 >= sm1.y && q1 <= sm1.z;
+      bool up_disj = !(q1 > sm0.x && q0 < sm0.w), lo_disj = !(q1 > sm1.x && q0 < sm1.w);
+      c = (up_cover || lo_cover) ? T_SKIP : (up_disj && lo_disj) ? T_FULL : T_PARTIAL;
+    } else {
+      c = tile_class(*pp, b, q_first, N, k0, k1, t);
+    }
+    if (c == T_FULL && (k0 < lo || k0 + NTOK > hi)) c = T_PARTIAL;  // range edges need the predicate
+    return c;
+  }
+  // Copies the next non-SKIP tile into stage s (K at ks, V at ks + tile_bytes; kpos/vpos place chunk c
+  // of tile row tt, in 16-byte units), records it in the ring and starts the next tile's prefetch.
+  template <class KPos, class VPos>
+  __device__ __forceinline__ void issue_next(int s, unsigned char *ks, int tile_bytes, KPos kpos, VPos vpos) {
+    int64_t t = t_pend;
+    int cls = T_SKIP;
+    while (t < t_end && (cls = classify(t)) == T_SKIP) prefetch(++t);  // rare: the planner left out SKIP runs
+    if (t < t_end) {
+      unsigned char *vs = ks + tile_bytes;
+      const T *kp = reinterpret_cast<const T *>(pp->k) + cc * EPC, *vp = reinterpret_cast<const T *>(pp->v) + cc * EPC;
+#pragma unroll
+      for (int i = 0; i < KPT; i++) {
+        const int tt = ct0 + i * (NT / CH);
+        const int64_t key = t * NTOK + tt;
+        const bool in = key >= lo && key < hi;
+        int64_t ko, vo;
+        if (paged) {
+          const int64_t r = key % P;
+          ko = pg[i] * kpage + kbase + r * kstride;
+          vo = pg[i] * vpage + vbase + r * vstride;
+        } else {
+          ko = kbase + key * kstride;
+          vo = vbase + key * vstride;
+        }
+        cp_async16(ks + kpos(tt, cc) * 16, in && kch ? kp + ko : kp, in && kch ? 16 : 0);
+        cp_async16(vs + vpos(tt, cc) * 16, in && vch ? vp + vo : vp, in && vch ? 16 : 0);
+      }
+    }
+    if (tid == 0) { ring_t[s] = t < t_end ? t : -1; ring_c[s] = cls; }
+    t_pend = t + 1;
+    prefetch(t_pend);  // in flight while this thread computes the current tile
+    cp_async_commit();
+  }
+};
+
 // ---- producer configuration -------------------------------------------------------------------------
 template <typename T, int D_PAD, int R_MAX, int NT>
 struct Cfg {
@@ -215,109 +333,15 @@ __global__ void __launch_bounds__(NT) decode_split_kv_producer(const dkb_decode_
   }
   for (int r = tid; r < R_MAX; r += NT) { m_s[r] = -INFINITY; l_s[r] = 0.f; a_s[r] = 1.f; }
 
-  // Tiles are aligned blocks of NTOK keys covering [lo, hi); SKIP tiles are neither loaded nor computed.
-  const int64_t t_first = lo / K::NTOK, t_end = hi > lo ? (hi + K::NTOK - 1) / K::NTOK : t_first;
-
-  // Address constants of this (request, K/V head), hoisted out of the copy loop: the copies of a tile
-  // must not wait on a dependent load per key. Contiguous and ragged: offset = base + key * stride.
-  // Paged: offset = page * page_stride + base + (key % P) * row_stride, with the page ids of the next
-  // tile loaded one tile ahead (FlashInfer does the same for its page table, decode.cuh).
-  const bool paged = p.layout == L_PAGED_NHD || p.layout == L_PAGED_HND;
-  const int64_t crow = p.cache_batch_idx ? p.cache_batch_idx[b] : b;
-  int64_t kbase = 0, vbase = 0, kstride = 0, vstride = 0, kpage = 0, vpage = 0;
-  const int32_t *tbl = nullptr;
-  const int P = p.page_size > 0 ? p.page_size : 1;
-  {
-    const int64_t Hk = p.H_kv, dk = p.dk, dv = p.dv;
-    switch (p.layout) {
-    case L_CONTIG_NHD: kbase = (crow * p.T_cap * Hk + h) * dk; vbase = (crow * p.T_cap * Hk + h) * dv;
-      kstride = Hk * dk; vstride = Hk * dv; break;
-    case L_CONTIG_HND: kbase = (crow * Hk + h) * p.T_cap * dk; vbase = (crow * Hk + h) * p.T_cap * dv;
-      kstride = dk; vstride = dv; break;
-    case L_RAGGED_NHD: kbase = (p.indptr[b] * Hk + h) * dk; vbase = (p.indptr[b] * Hk + h) * dv;
-      kstride = Hk * dk; vstride = Hk * dv; break;
-    case L_PAGED_NHD: kbase = h * dk; vbase = h * dv; kstride = Hk * dk; vstride = Hk * dv;
-      kpage = (int64_t)P * Hk * dk; vpage = (int64_t)P * Hk * dv; break;
-    default: kbase = h * (int64_t)P * dk; vbase = h * (int64_t)P * dv; kstride = dk; vstride = dv;
-      kpage = Hk * (int64_t)P * dk; vpage = Hk * (int64_t)P * dv; break;
-    }
-    if (paged) tbl = p.table == TBL_DENSE ? p.block_table + crow * p.table_width : p.page_indices + p.page_indptr[b];
-  }
-  // Every thread copies chunk `cc` of KPT keys per tile: keys ct0 + i * (NT / CH).
-  constexpr int KPT = K::NTOK * K::CH / NT > 0 ? K::NTOK * K::CH / NT : 1;
-  const int cc = tid % K::CH, ct0 = tid / K::CH;
-  const bool kch = cc * K::EPC < p.dk, vch = cc * K::EPC < p.dv;  // padded lanes are zero-filled
-  int32_t pg[KPT];          // page of each of this thread's keys in the pending tile
-  int4 sm0, sm1;            // flashmask summary of the pending tile
-  int64_t t_pend = t_first; // next tile to issue; its pages/summary are in flight in pg/sm
-  auto prefetch = [&](int64_t t) {
-    if (t >= t_end) return;
-    if (paged) {
-#pragma unroll
-      for (int i = 0; i < KPT; i++) {
-        int64_t key = t * K::NTOK + ct0 + i * (NT / K::CH);
-        pg[i] = key >= lo && key < hi ? __ldg(tbl + key / P) : 0;
-      }
-    }
-    if (p.mask_kind == M_FLASHMASK) {
-      const int4 *sp = reinterpret_cast<const int4 *>(p.fm_summary + 8 * (p.fm_sum_indptr[b] + t));
-      sm0 = __ldg(sp);
-      sm1 = __ldg(sp + 1);
-    }
-  };
-  auto classify = [&](int64_t t) {
-    int64_t k0 = t * K::NTOK, k1 = k0 + K::NTOK < N ? k0 + K::NTOK : N;
-    int c;
-    if (p.mask_kind == M_FLASHMASK) {
-      // summary = UTS_min, UTS_max, UTE_min, UTE_max, LTS_min, LTS_max, LTE_min, LTE_max (0x06C/D)
-      const int64_t q0 = q_first, q1 = N;
-      bool up_cover = q0 >= sm0.y && q1 <= sm0.z, lo_cover = q0 >= sm1.y && q1 <= sm1.z;
-      bool up_disj = !(q1 > sm0.x && q0 < sm0.w), lo_disj = !(q1 > sm1.x && q0 < sm1.w);
-      c = (up_cover || lo_cover) ? T_SKIP : (up_disj && lo_disj) ? T_FULL : T_PARTIAL;
-    } else {
-      c = tile_class(p, b, q_first, N, k0, k1, t);
-    }
-    if (c == T_FULL && (k0 < lo || k0 + K::NTOK > hi)) c = T_PARTIAL;  // range edges need the predicate
-    return c;
-  };
-  // The ring tells the consumer which tile (and class) each stage holds; -1 = no more tiles.
+  // The tile pipeline (addresses, prefetch, SKIP tiles, ring): shared with the tensor-core producer.
   __shared__ int64_t ring_t[kStages];
   __shared__ int ring_c[kStages];
-  auto issue_next = [&](int s) {
-    int64_t t = t_pend;
-    int cls = T_SKIP;
-    while (t < t_end && (cls = classify(t)) == T_SKIP) prefetch(++t);  // rare: the planner left out SKIP runs
-    if (t < t_end) {
-      unsigned char *ks = stages + s * K::STAGE_BYTES, *vs = ks + K::TILE_BYTES;
-      const T *kp = reinterpret_cast<const T *>(p.k) + cc * K::EPC, *vp = reinterpret_cast<const T *>(p.v) + cc * K::EPC;
+  TilePipe<T, K::NTOK, K::CH, NT> pipe;
+  pipe.init(p, tid, b, h, lo, hi, N, q_first, ring_t, ring_c);
+  auto kpos = [](int tt, int c) { return tt * K::CH + kswz<K::TPT>(tt, c); };
+  auto vpos = [](int tt, int c) { return tt * K::CH + c; };
 #pragma unroll
-      for (int i = 0; i < KPT; i++) {
-        const int tt = ct0 + i * (NT / K::CH);
-        const int64_t key = t * K::NTOK + tt;
-        const bool in = key >= lo && key < hi;
-        int64_t ko, vo;
-        if (paged) {
-          const int64_t r = key % P;
-          ko = pg[i] * kpage + kbase + r * kstride;
-          vo = pg[i] * vpage + vbase + r * vstride;
-        } else {
-          ko = kbase + key * kstride;
-          vo = vbase + key * vstride;
-        }
-        cp_async16(ks + (tt * K::CH + kswz<K::TPT>(tt, cc)) * 16, in && kch ? kp + ko : kp, in && kch ? 16 : 0);
-        cp_async16(vs + (tt * K::CH + cc) * 16, in && vch ? vp + vo : vp, in && vch ? 16 : 0);
-      }
-    }
-    if (tid == 0) { ring_t[s] = t < t_end ? t : -1; ring_c[s] = cls; }
-    t_pend = t + 1;
-    prefetch(t_pend);  // in flight while this thread computes the current tile
-    cp_async_commit();
-  };
-
-  // Prologue: fill kStages-1 stages (empty groups keep the wait counts uniform).
-  prefetch(t_pend);
-#pragma unroll
-  for (int s = 0; s < kStages - 1; s++) issue_next(s);
+  for (int s = 0; s < kStages - 1; s++) pipe.issue_next(s, stages + s * K::STAGE_BYTES, K::TILE_BYTES, kpos, vpos);
 
   // PV accumulators: chunk pc of rows [prg*RPT, prg*RPT+RPT), keys t = pts (mod TS).
   const int pc = tid % K::CH, prg = (tid / K::CH) % K::RG, pts = tid / (K::CH * K::RG);
@@ -335,7 +359,10 @@ __global__ void __launch_bounds__(NT) decode_split_kv_producer(const dkb_decode_
     const int64_t t = ring_t[stage];
     if (t < 0) break;
     const bool partial = ring_c[stage] == T_PARTIAL;
-    issue_next((stage + kStages - 1) % kStages);
+    {
+      const int sf = (stage + kStages - 1) % kStages;
+      pipe.issue_next(sf, stages + sf * K::STAGE_BYTES, K::TILE_BYTES, kpos, vpos);
+    }
     const unsigned char *ks = stages + stage * K::STAGE_BYTES, *vs = ks + K::TILE_BYTES;
     const int64_t k0 = t * K::NTOK;
 
@@ -488,6 +515,224 @@ __global__ void __launch_bounds__(NT) decode_split_kv_producer(const dkb_decode_
   }
 }
 
+// ---- tensor-core producer: up to 16 query rows per K/V head on mma.sync m16n8k16 ---------------
+// The query rows of one K/V head group (g * C <= 16, zero-padded to 16) are the M side of the MMA; each
+// of the 4 warps owns 16 keys of every 64-key tile and keeps its own online-softmax state (m, l in base
+// 2, O in fp32 fragments), so a tile costs one barrier; the warps' states are merged exactly at the end
+// (0x02B). P is rounded to the storage dtype for the P.V product, as FlashAttention-2 does; scores,
+// max, sum and O accumulate in fp32. K/V rows are 16-byte-chunk swizzled (chunk ^ row % 8) so ldmatrix
+// reads are free of bank conflicts.
+template <int D_PAD>
+struct MmaCfg {
+  static constexpr int NT = 128, NW = 4, NTOK = 64, ROWS = 16, CH = D_PAD / 8;
+  static constexpr int TILE_BYTES = NTOK * D_PAD * 2, STAGE_BYTES = 2 * TILE_BYTES;
+  static constexpr int Q_BYTES = ROWS * D_PAD * 2;
+  static constexpr int RED_BYTES = NW * ROWS * D_PAD * 4 + 2 * NW * ROWS * 4;
+  static constexpr int SMEM = kStages * STAGE_BYTES + Q_BYTES;
+  static_assert(RED_BYTES <= kStages * STAGE_BYTES, "the merge buffer aliases the stages");
+};
+
+__device__ __forceinline__ int rswz(int row, int chunk) { return chunk ^ (row & 7); }
+
+template <typename T> __device__ __forceinline__ void mma16816(float c[4], const uint32_t a[4], uint32_t b0, uint32_t b1);
+template <> __device__ __forceinline__ void mma16816<__nv_bfloat16>(float c[4], const uint32_t a[4], uint32_t b0, uint32_t b1) {
+  asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};\n"
+               : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+               : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+}
+template <> __device__ __forceinline__ void mma16816<__half>(float c[4], const uint32_t a[4], uint32_t b0, uint32_t b1) {
+  asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};\n"
+               : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+               : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+}
+__device__ __forceinline__ void ldsm_x4(uint32_t r[4], const void *p) {
+  unsigned a = (unsigned)__cvta_generic_to_shared(p);
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];\n" : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3]) : "r"(a));
+}
+__device__ __forceinline__ void ldsm_x4_t(uint32_t r[4], const void *p) {
+  unsigned a = (unsigned)__cvta_generic_to_shared(p);
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0,%1,%2,%3}, [%4];\n" : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3]) : "r"(a));
+}
+template <typename T> __device__ __forceinline__ uint32_t pack2(float x, float y);
+template <> __device__ __forceinline__ uint32_t pack2<__nv_bfloat16>(float x, float y) {
+  __nv_bfloat162 v = __floats2bfloat162_rn(x, y);
+  return *reinterpret_cast<uint32_t *>(&v);
+}
+template <> __device__ __forceinline__ uint32_t pack2<__half>(float x, float y) {
+  __half2 v = __floats2half2_rn(x, y);
+  return *reinterpret_cast<uint32_t *>(&v);
+}
+
+template <typename T, int D_PAD>
+__global__ void __launch_bounds__(128) decode_split_kv_producer_mma(const dkb_decode_params p) {
+  using K = MmaCfg<D_PAD>;
+  constexpr int KS = D_PAD / 16;  // 16-wide k steps of q.k and 16-wide n steps of p.V
+  extern __shared__ __align__(16) unsigned char smem[];
+  unsigned char *stages = smem, *q_s = smem + kStages * K::STAGE_BYTES;
+  const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5, item = blockIdx.x, h = blockIdx.y;
+  const int b = p.item_b[item];
+  const int64_t lo = p.item_lo[item], hi = p.item_hi[item];
+  const int g = p.H_q / p.H_kv, C = p.C, R = g * C;
+  const int64_t N = p.kv_len[b], q_first = N - C;
+  const float scale2 = p.scale * kLog2e;
+
+  __shared__ int64_t ring_t[kStages];
+  __shared__ int ring_c[kStages];
+  TilePipe<T, K::NTOK, K::CH, K::NT> pipe;
+  pipe.init(p, tid, b, h, lo, hi, N, q_first, ring_t, ring_c);
+  auto pos = [](int tt, int c) { return tt * K::CH + rswz(tt, c); };
+#pragma unroll
+  for (int s = 0; s < kStages - 1; s++) pipe.issue_next(s, stages + s * K::STAGE_BYTES, K::TILE_BYTES, pos, pos);
+
+  // Rows r = j * C + i (query head h * g + j, query i), zero beyond R and beyond dk.
+  for (int idx = tid; idx < K::ROWS * K::CH; idx += K::NT) {
+    const int r = idx / K::CH, c = idx % K::CH;
+    uint4 v = make_uint4(0, 0, 0, 0);
+    if (r < R && c * 8 < p.dk)
+      v = *reinterpret_cast<const uint4 *>(reinterpret_cast<const T *>(p.q) +
+                                           (((int64_t)b * C + r % C) * p.H_q + h * g + r / C) * p.dk + c * 8);
+    *reinterpret_cast<uint4 *>(q_s + pos(r, c) * 16) = v;
+  }
+  __syncthreads();
+  uint32_t qa[KS][4];
+#pragma unroll
+  for (int k = 0; k < KS; k++) {
+    const int mi = lane >> 3, r = (mi & 1) * 8 + (lane & 7);
+    ldsm_x4(qa[k], q_s + pos(r, k * 2 + (mi >> 1)) * 16);
+  }
+
+  float o[2 * KS][4];
+#pragma unroll
+  for (int n = 0; n < 2 * KS; n++) o[n][0] = o[n][1] = o[n][2] = o[n][3] = 0.f;
+  float m0 = -INFINITY, m1 = -INFINITY, l0 = 0.f, l1 = 0.f;  // rows lane/4 and lane/4 + 8
+  const int r0 = lane >> 2, r1 = r0 + 8, kw = warp * 16;
+  int stage = 0;
+  for (;;) {
+    cp_async_wait<kStages - 2>();
+    __syncthreads();
+    const int64_t t = ring_t[stage];
+    if (t < 0) break;
+    const bool partial = ring_c[stage] == T_PARTIAL;
+    {
+      const int sf = (stage + kStages - 1) % kStages;
+      pipe.issue_next(sf, stages + sf * K::STAGE_BYTES, K::TILE_BYTES, pos, pos);
+    }
+    const unsigned char *ks = stages + stage * K::STAGE_BYTES, *vs = ks + K::TILE_BYTES;
+    // ---- s = q.k for this warp's 16 keys: two 16x8 fragments ----
+    float sc[2][4] = {{0.f, 0.f, 0.f, 0.f}, {0.f, 0.f, 0.f, 0.f}};
+#pragma unroll
+    for (int k = 0; k < KS; k++) {
+      uint32_t bf[4];
+      const int mi = lane >> 3, key = kw + (mi >> 1) * 8 + (lane & 7);
+      ldsm_x4(bf, ks + pos(key, k * 2 + (mi & 1)) * 16);
+      mma16816<T>(sc[0], qa[k], bf[0], bf[1]);
+      mma16816<T>(sc[1], qa[k], bf[2], bf[3]);
+    }
+    // ---- mask (range, padded rows, mask program) and scale into base 2 ----
+    const int64_t kb = t * K::NTOK + kw + (lane & 3) * 2;
+#pragma unroll
+    for (int j = 0; j < 2; j++)
+#pragma unroll
+      for (int e = 0; e < 4; e++) {
+        const int row = e < 2 ? r0 : r1;
+        const int64_t key = kb + j * 8 + (e & 1);
+        bool ok = key >= lo && key < hi && row < R;
+        if (ok && partial) ok = visible(p, b, q_first + row % C, key);
+        sc[j][e] = ok ? sc[j][e] * scale2 : -INFINITY;
+      }
+    float mx0 = fmaxf(fmaxf(sc[0][0], sc[0][1]), fmaxf(sc[1][0], sc[1][1]));
+    float mx1 = fmaxf(fmaxf(sc[0][2], sc[0][3]), fmaxf(sc[1][2], sc[1][3]));
+    mx0 = fmaxf(mx0, __shfl_xor_sync(0xffffffffu, mx0, 1));
+    mx0 = fmaxf(mx0, __shfl_xor_sync(0xffffffffu, mx0, 2));
+    mx1 = fmaxf(mx1, __shfl_xor_sync(0xffffffffu, mx1, 1));
+    mx1 = fmaxf(mx1, __shfl_xor_sync(0xffffffffu, mx1, 2));
+    const float n0 = fmaxf(m0, mx0), n1 = fmaxf(m1, mx1);
+    // No visible key yet: keep the empty state; never form -inf - -inf (0x02C).
+    const float a0 = n0 == -INFINITY ? 1.f : exp2f(m0 - n0), a1 = n1 == -INFINITY ? 1.f : exp2f(m1 - n1);
+    float pr[2][4];
+#pragma unroll
+    for (int j = 0; j < 2; j++)
+#pragma unroll
+      for (int e = 0; e < 4; e++) {
+        const float mn = e < 2 ? n0 : n1;
+        pr[j][e] = mn == -INFINITY ? 0.f : exp2f(sc[j][e] - mn);
+      }
+    l0 = l0 * a0 + pr[0][0] + pr[0][1] + pr[1][0] + pr[1][1];
+    l1 = l1 * a1 + pr[0][2] + pr[0][3] + pr[1][2] + pr[1][3];
+    m0 = n0;
+    m1 = n1;
+#pragma unroll
+    for (int n = 0; n < 2 * KS; n++) { o[n][0] *= a0; o[n][1] *= a0; o[n][2] *= a1; o[n][3] *= a1; }
+    // ---- o += p . v ----
+    const uint32_t pa[4] = {pack2<T>(pr[0][0], pr[0][1]), pack2<T>(pr[0][2], pr[0][3]), pack2<T>(pr[1][0], pr[1][1]),
+                            pack2<T>(pr[1][2], pr[1][3])};
+#pragma unroll
+    for (int n = 0; n < KS; n++) {
+      uint32_t vb[4];
+      const int mi = lane >> 3, key = kw + (mi & 1) * 8 + (lane & 7);
+      ldsm_x4_t(vb, vs + pos(key, n * 2 + (mi >> 1)) * 16);
+      mma16816<T>(o[2 * n], pa, vb[0], vb[1]);
+      mma16816<T>(o[2 * n + 1], pa, vb[2], vb[3]);
+    }
+    stage = (stage + 1) % kStages;
+  }
+  cp_async_wait<0>();
+  __syncthreads();  // stages are free: they hold the warps' states for the merge
+#if __CUDA_ARCH__ >= 900
+  asm volatile("griddepcontrol.launch_dependents;\n" ::);
+#endif
+  l0 += __shfl_xor_sync(0xffffffffu, l0, 1);
+  l0 += __shfl_xor_sync(0xffffffffu, l0, 2);
+  l1 += __shfl_xor_sync(0xffffffffu, l1, 1);
+  l1 += __shfl_xor_sync(0xffffffffu, l1, 2);
+  float *red_o = reinterpret_cast<float *>(stages);          // [NW][16][D_PAD]
+  float *red_m = red_o + K::NW * K::ROWS * D_PAD, *red_l = red_m + K::NW * K::ROWS;  // [NW][16]
+#pragma unroll
+  for (int n = 0; n < 2 * KS; n++) {
+    const int x = n * 8 + (lane & 3) * 2;
+    float *w0 = red_o + (warp * K::ROWS + r0) * D_PAD + x, *w1 = red_o + (warp * K::ROWS + r1) * D_PAD + x;
+    w0[0] = o[n][0]; w0[1] = o[n][1]; w1[0] = o[n][2]; w1[1] = o[n][3];
+  }
+  if ((lane & 3) == 0) {
+    red_m[warp * K::ROWS + r0] = m0; red_m[warp * K::ROWS + r1] = m1;
+    red_l[warp * K::ROWS + r0] = l0; red_l[warp * K::ROWS + r1] = l1;
+  }
+  __syncthreads();
+  // ---- merge the warps (0x02B) and write the slot, or the output when the plan is direct ----
+  const int slot = p.item_slot[item];
+  for (int idx = tid; idx < R * p.dv; idx += K::NT) {
+    const int row = idx / p.dv, x = idx % p.dv, j = row / C, i = row % C, hq = h * g + j;
+    float M = -INFINITY;
+#pragma unroll
+    for (int w = 0; w < K::NW; w++) M = fmaxf(M, red_m[w * K::ROWS + row]);
+    const bool valid = M != -INFINITY;  // the empty identity: O = 0, LSE = -inf, valid = 0
+    float L = 0.f, u = 0.f;
+#pragma unroll
+    for (int w = 0; w < K::NW && valid; w++) {
+      const float mw = red_m[w * K::ROWS + row];
+      if (mw == -INFINITY) continue;
+      const float f = exp2f(mw - M);
+      L += red_l[w * K::ROWS + row] * f;
+      u += red_o[(w * K::ROWS + row) * D_PAD + x] * f;
+    }
+    const int64_t orow = ((int64_t)b * C + i) * p.H_q + hq, srow = ((int64_t)slot * p.H_q + hq) * C + i;
+    const float lse = valid ? M * kLn2 + logf(L) : -INFINITY;
+    if (p.direct) {
+      reinterpret_cast<T *>(p.o)[orow * p.dv + x] = from_f<T>(valid ? u / L : 0.f);
+      if (x == 0 && p.lse) p.lse[orow] = lse;
+      continue;
+    }
+    if (p.abi == DKB_ABI_MLU) reinterpret_cast<float *>(p.ws_u)[srow * p.dv + x] = valid ? u : 0.f;
+    else if (p.ws_o_dtype == DKB_KDT_BF16) reinterpret_cast<__nv_bfloat16 *>(p.ws_u)[srow * p.dv + x] = __float2bfloat16_rn(valid ? u / L : 0.f);
+    else reinterpret_cast<float *>(p.ws_u)[srow * p.dv + x] = valid ? u / L : 0.f;
+    if (x == 0) {
+      p.ws_valid[srow] = valid;
+      if (p.abi == DKB_ABI_MLU) { p.ws_m[srow] = valid ? M * kLn2 : -INFINITY; p.ws_l[srow] = valid ? L : 0.f; }
+      else p.ws_m[srow] = lse;
+    }
+  }
+}
+
 // ---- combine: exact merge of one request's slots for one (query row, query head) -------------------
 template <typename T, typename WS>
 __global__ void __launch_bounds__(128) decode_split_kv_combine(const dkb_decode_params p) {
@@ -627,9 +872,21 @@ bool pick_rows_f32(int rb, Instance *out) {
   return false;
 }
 
+template <typename T, int D>
+Instance make_mma() {
+  using K = MmaCfg<D>;
+  return Instance{decode_split_kv_producer_mma<T, D>, K::NT, K::SMEM, K::NTOK};
+}
+
 bool pick(int dtype, int dk, int dv, int rows, Instance *out) {
   int D = pad_dim(dk > dv ? dk : dv), rb = row_bucket(rows);
   if (!D || !rb) return false;
+  /* tensor cores for half types, head dims up to 128 and up to 16 query rows per K/V head */
+  if (dtype != DKB_KDT_F32 && D <= 128 && rows <= 16) {
+    if (dtype == DKB_KDT_BF16) *out = D == 64 ? make_mma<__nv_bfloat16, 64>() : make_mma<__nv_bfloat16, 128>();
+    else *out = D == 64 ? make_mma<__half, 64>() : make_mma<__half, 128>();
+    return true;
+  }
   switch (dtype) {
   case DKB_KDT_BF16:
     return D == 64 ? pick_rows<__nv_bfloat16, 64>(rb, out) : D == 128 ? pick_rows<__nv_bfloat16, 128>(rb, out)
