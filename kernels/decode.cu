@@ -33,6 +33,7 @@ enum { T_SKIP, T_FULL, T_PARTIAL };
 namespace {
 
 constexpr int kStages = 3;
+constexpr int kPageSmem = 2048;  // page ids of an item kept in shared memory (8 KiB); more: prefetched
 constexpr float kLog2e = 1.4426950408889634f;
 constexpr float kLn2 = 0.6931471805599453f;
 
@@ -173,10 +174,14 @@ struct TilePipe {
   int4 sm0, sm1;
   int64_t *ring_t;
   int *ring_c;
+  const int32_t *pgs;  // the item's page ids in shared memory (index key / P - j0), or null
+  int64_t j0;
 
+  // Call __syncthreads() between init and the first issue_next: init fills the shared page list.
   __device__ __forceinline__ void init(const dkb_decode_params &p, int tid_, int b_, int h, int64_t lo_, int64_t hi_, int64_t N_,
-                                       int64_t q_first_, int64_t *rt, int *rc) {
+                                       int64_t q_first_, int64_t *rt, int *rc, int32_t *pg_smem) {
     pp = &p; tid = tid_; b = b_; lo = lo_; hi = hi_; N = N_; q_first = q_first_; ring_t = rt; ring_c = rc;
+    pgs = nullptr;
     t_pend = lo / NTOK;
     t_end = hi > lo ? (hi + NTOK - 1) / NTOK : t_pend;
     paged = p.layout == L_PAGED_NHD || p.layout == L_PAGED_HND;
@@ -197,7 +202,17 @@ struct TilePipe {
     default: kbase = h * (int64_t)P * dk; vbase = h * (int64_t)P * dv; kstride = dk; vstride = dv;
       kpage = Hk * (int64_t)P * dk; vpage = Hk * (int64_t)P * dv; break;
     }
-    if (paged) tbl = p.table == TBL_DENSE ? p.block_table + crow * p.table_width : p.page_indices + p.page_indptr[b];
+    if (paged) {
+      tbl = p.table == TBL_DENSE ? p.block_table + crow * p.table_width : p.page_indices + p.page_indptr[b];
+      /* An item's page list usually fits in shared memory: load it once, coalesced, so no copy ever
+       * waits on the page table. */
+      j0 = lo / P;
+      const int64_t nj = hi > lo ? (hi - 1) / P - j0 + 1 : 0;
+      if (nj <= kPageSmem) {
+        for (int64_t j = tid; j < nj; j += NT) pg_smem[j] = __ldg(tbl + j0 + j);
+        pgs = pg_smem;
+      }
+    }
     cc = tid % CH;          // every thread copies chunk cc of keys ct0 + i * (NT / CH)
     ct0 = tid / CH;
     kch = cc * EPC < p.dk;  // padded lanes are zero-filled
@@ -206,7 +221,7 @@ struct TilePipe {
   }
   __device__ __forceinline__ void prefetch(int64_t t) {
     if (t >= t_end) return;
-    if (paged) {
+    if (paged && !pgs) {
 #pragma unroll
       for (int i = 0; i < KPT; i++) {
         int64_t key = t * NTOK + ct0 + i * (NT / CH);
@@ -251,9 +266,10 @@ struct TilePipe {
         const bool in = key >= lo && key < hi;
         int64_t ko, vo;
         if (paged) {
-          const int64_t r = key % P;
-          ko = pg[i] * kpage + kbase + r * kstride;
-          vo = pg[i] * vpage + vbase + r * vstride;
+          const int64_t j = key / P, r = key - j * P;
+          const int64_t page = pgs ? (in ? pgs[j - j0] : 0) : pg[i];
+          ko = page * kpage + kbase + r * kstride;
+          vo = page * vpage + vbase + r * vstride;
         } else {
           ko = kbase + key * kstride;
           vo = vbase + key * vstride;
@@ -336,8 +352,10 @@ __global__ void __launch_bounds__(NT) decode_split_kv_producer(const dkb_decode_
   // The tile pipeline (addresses, prefetch, SKIP tiles, ring): shared with the tensor-core producer.
   __shared__ int64_t ring_t[kStages];
   __shared__ int ring_c[kStages];
+  __shared__ int32_t pg_smem[kPageSmem];
   TilePipe<T, K::NTOK, K::CH, NT> pipe;
-  pipe.init(p, tid, b, h, lo, hi, N, q_first, ring_t, ring_c);
+  pipe.init(p, tid, b, h, lo, hi, N, q_first, ring_t, ring_c, pg_smem);
+  __syncthreads();
   auto kpos = [](int tt, int c) { return tt * K::CH + kswz<K::TPT>(tt, c); };
   auto vpos = [](int tt, int c) { return tt * K::CH + c; };
 #pragma unroll
@@ -578,8 +596,10 @@ __global__ void __launch_bounds__(128) decode_split_kv_producer_mma(const dkb_de
 
   __shared__ int64_t ring_t[kStages];
   __shared__ int ring_c[kStages];
+  __shared__ int32_t pg_smem[kPageSmem];
   TilePipe<T, K::NTOK, K::CH, K::NT> pipe;
-  pipe.init(p, tid, b, h, lo, hi, N, q_first, ring_t, ring_c);
+  pipe.init(p, tid, b, h, lo, hi, N, q_first, ring_t, ring_c, pg_smem);
+  __syncthreads();
   auto pos = [](int tt, int c) { return tt * K::CH + rswz(tt, c); };
 #pragma unroll
   for (int s = 0; s < kStages - 1; s++) pipe.issue_next(s, stages + s * K::STAGE_BYTES, K::TILE_BYTES, pos, pos);
@@ -739,29 +759,55 @@ __global__ void __launch_bounds__(128) decode_split_kv_combine(const dkb_decode_
 #if __CUDA_ARCH__ >= 900
   asm volatile("griddepcontrol.wait;\n" ::: "memory");  // the producer's writes are visible after this
 #endif
-  const int row = blockIdx.x;  // (b * C + i) * H_q + hq
+  __shared__ float red[4], wt[128];
+  const int row = blockIdx.x, tid = threadIdx.x;  // row = (b * C + i) * H_q + hq
   const int hq = row % p.H_q, bi = row / p.H_q, i = bi % p.C, b = bi / p.C;
   const int s0 = p.slot_indptr[b], s1 = p.slot_indptr[b + 1];
   auto srow = [&](int s) { return ((int64_t)s * p.H_q + hq) * p.C + i; };
-  // Frame: the largest m (MLU) or LSE (LSE_O) among VALID slots only.
+  // The frame is the largest m (MLU) or LSE (LSE_O) among VALID slots only: an invalid slot is never
+  // read past its validity byte (0x02C). Slots are spread over the threads, then reduced.
   float M = -INFINITY;
-  for (int s = s0; s < s1; s++)
+  for (int s = s0 + tid; s < s1; s += 128)
     if (p.ws_valid[srow(s)]) M = fmaxf(M, p.ws_m[srow(s)]);
+#pragma unroll
+  for (int off = 16; off > 0; off /= 2) M = fmaxf(M, __shfl_xor_sync(0xffffffffu, M, off));
+  if ((tid & 31) == 0) red[tid >> 5] = M;
+  __syncthreads();
+  M = fmaxf(fmaxf(red[0], red[1]), fmaxf(red[2], red[3]));
+  __syncthreads();
   const bool any = M != -INFINITY;
-  float L = 0.f;
-  for (int s = s0; s < s1 && any; s++)
-    if (p.ws_valid[srow(s)]) {
-      float w = expf(p.ws_m[srow(s)] - M);
+  const WS *ws = reinterpret_cast<const WS *>(p.ws_u);
+  float L = 0.f, acc0 = 0.f, acc1 = 0.f;
+  for (int c0 = s0; c0 < s1 && any; c0 += 128) {
+    /* weight of each slot of this chunk: exp(m - M) (times l for MLU); 0 for an invalid slot */
+    const int s = c0 + tid;
+    float w = 0.f;
+    if (s < s1 && p.ws_valid[srow(s)]) {
+      w = expf(p.ws_m[srow(s)] - M);
       L += p.abi == DKB_ABI_MLU ? p.ws_l[srow(s)] * w : w;
     }
-  const WS *ws = reinterpret_cast<const WS *>(p.ws_u);
-  for (int x = threadIdx.x; x < p.dv; x += blockDim.x) {
-    float acc = 0.f;
-    for (int s = s0; s < s1 && any; s++)
-      if (p.ws_valid[srow(s)]) acc += expf(p.ws_m[srow(s)] - M) * to_f<WS>(ws[srow(s) * p.dv + x]);
-    reinterpret_cast<T *>(p.o)[(int64_t)row * p.dv + x] = from_f<T>(any ? acc / L : 0.f);
+    wt[tid] = w;
+    __syncthreads();
+    const int n = s1 - c0 < 128 ? s1 - c0 : 128;
+#pragma unroll 4
+    for (int k = 0; k < n; k++) {
+      const float wk = wt[k];
+      if (wk == 0.f) continue;  /* invalid (or negligible) slot: its payload is not read */
+      const int64_t base = srow(c0 + k) * p.dv;
+      if (tid < p.dv) acc0 += wk * to_f<WS>(ws[base + tid]);
+      if (tid + 128 < p.dv) acc1 += wk * to_f<WS>(ws[base + tid + 128]);
+    }
+    __syncthreads();
   }
-  if (threadIdx.x == 0 && p.lse) p.lse[row] = any ? M + logf(L) : -INFINITY;
+#pragma unroll
+  for (int off = 16; off > 0; off /= 2) L += __shfl_xor_sync(0xffffffffu, L, off);
+  if ((tid & 31) == 0) red[tid >> 5] = L;
+  __syncthreads();
+  L = red[0] + red[1] + red[2] + red[3];
+  T *o = reinterpret_cast<T *>(p.o) + (int64_t)row * p.dv;
+  if (tid < p.dv) o[tid] = from_f<T>(any ? acc0 / L : 0.f);
+  if (tid + 128 < p.dv) o[tid + 128] = from_f<T>(any ? acc1 / L : 0.f);
+  if (tid == 0 && p.lse) p.lse[row] = any ? M + logf(L) : -INFINITY;
 }
 
 // ---- naive reference: one CTA per output row, scores materialized in scratch ----------------------
