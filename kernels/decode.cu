@@ -33,10 +33,7 @@ enum { T_SKIP, T_FULL, T_PARTIAL };
 namespace {
 
 constexpr int kStages = 3;
-constexpr int kPageSmem = 2048;
-// Tiles beyond the cp.async frontier that are already asked into L2 (cp.async.bulk.prefetch): shared
-// memory bounds the bytes a CTA can stage, not the bytes it can have in flight from DRAM.
-constexpr int kL2Ahead = 2;  // page ids of an item kept in shared memory (8 KiB); more: prefetched
+constexpr int kPageSmem = 2048;  // page ids of an item kept in shared memory (8 KiB); more: prefetched
 constexpr float kLog2e = 1.4426950408889634f;
 constexpr float kLn2 = 0.6931471805599453f;
 
@@ -81,11 +78,6 @@ template <> struct Chunk<__nv_bfloat16> {
 __device__ __forceinline__ void cp_async16(void *smem, const void *gmem, int src_bytes) {
   unsigned s = (unsigned)__cvta_generic_to_shared(smem);
   asm volatile("cp.async.cg.shared.global.L2::128B [%0], [%1], 16, %2;\n" ::"r"(s), "l"(gmem), "r"(src_bytes));
-}
-__device__ __forceinline__ void prefetch_l2(const void *gmem, unsigned bytes) {
-#if __CUDA_ARCH__ >= 900
-  asm volatile("cp.async.bulk.prefetch.L2.global [%0], %1;\n" ::"l"(gmem), "r"(bytes) : "memory");
-#endif
 }
 __device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::); }
 template <int N> __device__ __forceinline__ void cp_async_wait() { asm volatile("cp.async.wait_group %0;\n" ::"n"(N)); }
@@ -284,26 +276,6 @@ struct TilePipe {
         }
         cp_async16(ks + kpos(tt, cc) * 16, in && kch ? kp + ko : kp, in && kch ? 16 : 0);
         cp_async16(vs + vpos(tt, cc) * 16, in && vch ? vp + vo : vp, in && vch ? 16 : 0);
-      }
-    }
-    /* L2 prefetch of a tile further ahead: one bulk prefetch per key row of K and of V */
-    const int64_t tp = t + kL2Ahead;
-    if (cc == 0 && tp < t_end && (!paged || pgs)) {
-#pragma unroll
-      for (int i = 0; i < KPT; i++) {
-        const int64_t key = tp * NTOK + ct0 + i * (NT / CH);
-        if (key < lo || key >= hi) continue;
-        int64_t ko, vo;
-        if (paged) {
-          const int64_t j = key / P, r = key - j * P, page = pgs[j - j0];
-          ko = page * kpage + kbase + r * kstride;
-          vo = page * vpage + vbase + r * vstride;
-        } else {
-          ko = kbase + key * kstride;
-          vo = vbase + key * vstride;
-        }
-        prefetch_l2(reinterpret_cast<const T *>(pp->k) + ko, (unsigned)(pp->dk * sizeof(T)));
-        prefetch_l2(reinterpret_cast<const T *>(pp->v) + vo, (unsigned)(pp->dv * sizeof(T)));
       }
     }
     if (tid == 0) { ring_t[s] = t < t_end ? t : -1; ring_c[s] = cls; }
