@@ -16,7 +16,6 @@ struct dkb_caps {
 };
 #define CAPS(b) ((const struct dkb_caps *)(b)->caps)
 
-static int kdt(enum dkb_dtype t) { return t == DKB_F16 ? DKB_KDT_F16 : t == DKB_BF16 ? DKB_KDT_BF16 : DKB_KDT_F32; }
 
 /* H: the binary carries sm_90 SASS and compute_90 PTX. */
 static void dkb_hardware(const struct dispatch_backend *b, const struct dispatch_key *k, struct admit_reasons *out) {
@@ -49,7 +48,7 @@ static void dkb_gqa(const struct dispatch_backend *b, const struct dispatch_key 
   if (!CAPS(b)->split_kv || k->num_kv_heads < 1 || k->num_q_heads % k->num_kv_heads) return;
   long long rows = k->num_q_heads / k->num_kv_heads * k->q_len;
   if (k->head_dim_qk > 256 || k->head_dim_vo > 256) return;  /* already a Q reason */
-  if (!dkb_split_kv_supported(kdt(k->dtype), (int)k->head_dim_qk, (int)k->head_dim_vo, (int)rows, NULL, 0))
+  if (!dkb_split_kv_supported((int)k->dtype, (int)k->head_dim_qk, (int)k->head_dim_vo, (int)rows, NULL, 0))
     admit_fail(out, "query_rows_per_kv_head=%lld unsupported (gqa %lld x q_len %lld, head dims %lld/%lld)", rows,
                k->num_q_heads / k->num_kv_heads, k->q_len, k->head_dim_qk, k->head_dim_vo);
 }

@@ -8,7 +8,8 @@
 
 #include <cuda_runtime_api.h>
 
-static int kdt(int dtype) { return dtype == DKB_F16 ? DKB_KDT_F16 : dtype == DKB_BF16 ? DKB_KDT_BF16 : DKB_KDT_F32; }
+/* kernels/decode.h numbers its dtypes as enum dkb_dtype does, so a call's dtype passes through. */
+_Static_assert(DKB_KDT_F16 == DKB_F16 && DKB_KDT_BF16 == DKB_BF16 && DKB_KDT_F32 == DKB_F32, "dtype numbering");
 
 /* Allocates n bytes (at least 16) and copies src (when given) into them. */
 static int upload(struct gpu_call *g, const void *src, size_t n, void **dst, struct dkb_err *err) {
@@ -35,7 +36,7 @@ int gpu_call_setup(const struct decode_call *c, const struct decode_inputs *in, 
   p->H_kv = c->H_kv;
   p->dk = c->dk;
   p->dv = c->dv;
-  p->dtype = kdt(c->dtype);
+  p->dtype = c->dtype;
   p->scale = (float)c->scale;
   p->layout = c->layout;
   p->table = c->table;
@@ -50,7 +51,7 @@ int gpu_call_setup(const struct decode_call *c, const struct decode_inputs *in, 
   p->total_slots = pl->total_slots;
   p->direct = pl->direct;
   p->abi = c->abi;
-  p->ws_o_dtype = kdt(c->ws_o_dtype);
+  p->ws_o_dtype = c->ws_o_dtype;
   void *d;
   const size_t rows = (size_t)c->B * c->C * c->H_q, es = (size_t)in->esize;
 #define UP(field, src, n) do { if (upload(g, (src), (n), &d, err)) return -1; p->field = d; } while (0)

@@ -200,15 +200,14 @@ int runner_execute(struct decode_call *c, const struct run_opts *o, struct run_r
 
   /* Inputs and plan on the host. */
   const int rows = (c->H_q / c->H_kv) * c->C;
-  int kdt = c->dtype == DKB_F16 ? DKB_KDT_F16 : c->dtype == DKB_BF16 ? DKB_KDT_BF16 : DKB_KDT_F32;
-  int tile = dkb_decode_tile_tokens(kdt, c->dk, c->dv, rows);
+  int tile = dkb_decode_tile_tokens(c->dtype, c->dk, c->dv, rows);
   if (inputs_build(c, tile > 0 ? tile : 64, &in, err)) goto cleanup;
   progress(o, "inputs", "%zu MB of K/V, %lld poisoned elements", (in.k_bytes + in.v_bytes) >> 20, (long long)in.poisoned_elems);
 
   /* Admission (level 4) before planning launches. */
   family = backends_select(c, cc, adm);
   struct plan_opts po = {tile > 0 ? tile : 64, gpu_ok ? dev.dev.sm_count : 0, 0};
-  if (gpu_ok && family == DKB_FAMILY_SPLIT_KV) po.ctas_per_sm = dkb_decode_occupancy(kdt, c->dk, c->dv, rows);  /* real occupancy */
+  if (gpu_ok && family == DKB_FAMILY_SPLIT_KV) po.ctas_per_sm = dkb_decode_occupancy(c->dtype, c->dk, c->dv, rows);  /* real occupancy */
   if (plan_build(c, &in, &po, &pl, err)) goto cleanup;
   res->splits = pl.splits;
   res->direct = pl.direct;

@@ -1,0 +1,55 @@
+/* test_captured.c - the real bundles captured on the H200 (fixtures/captured/) validate at level 6 on
+ * every CI run, and a copy of each with one field changed no longer does. */
+#include "util.h"
+
+#include <stdio.h>
+#include <string.h>
+
+static const char *const CAPTURED[] = {"default", "ragged-contig-nhd-bf16-g4", "flashmask-documents", "append-paged-sq3",
+                                       "window-sink-paged"};
+
+static void captured_bundles_validate_at_level_6(void **s) {
+  (void)s;
+  for (size_t i = 0; i < sizeof CAPTURED / sizeof CAPTURED[0]; i++) {
+    struct run_result r;
+    run_sh(&r, "build/dkb validate fixtures/captured/%s/bundle.json --require-level 6", CAPTURED[i]);
+    if (r.rc != 0) fail_msg("%s: exit %d\n%s%s", CAPTURED[i], r.rc, r.out, r.err);
+    assert_non_null(strstr(r.out, "computed level 6, claimed 6"));
+    run_result_release(&r);
+    run_sh(&r, "/usr/bin/python3 tests/schema_check.py schemas/bundle.schema.json fixtures/captured/%s/bundle.json", CAPTURED[i]);
+    if (r.rc != 0) fail_msg("%s: %s%s", CAPTURED[i], r.out, r.err);
+    run_result_release(&r);
+  }
+}
+
+/* One field changed in a copy: the ladder must find it. */
+static void mutated_captured_bundles_fail(void **s) {
+  (void)s;
+  static const struct { const char *bundle, *edit, *reason; } cases[] = {
+      {"default", "b['measurement']['timing']['samples_us'][0] *= 2", "timing_summary_mismatch"},
+      {"ragged-contig-nhd-bf16-g4", "b['dispatch']['call_key']['H_q'] = 16", "call_key_sha256_mismatch"},
+      {"flashmask-documents", "b['execution']['kernels'][0]['launches'] = 0", "kernel_launches_not_positive"},
+      {"append-paged-sq3", "b['measurement']['correctness']['cache']['violations'] = 3", "correctness_passed_with_violations"},
+      {"window-sink-paged", "b['dispatch']['selected'] = 'dkb_naive_reference'", "auto_selection_not_first_eligible"},
+  };
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+    struct run_result r;
+    run_sh(&r,
+           "rm -rf %s/m && cp -r fixtures/captured/%s %s/m && /usr/bin/python3 -c \"import json; p='%s/m/bundle.json'; "
+           "b=json.load(open(p)); %s; json.dump(b, open(p, 'w'))\" && build/dkb validate %s/m/bundle.json --require-level 6",
+           tmp_dir(), cases[i].bundle, tmp_dir(), tmp_dir(), cases[i].edit, tmp_dir());
+    if (r.rc != 1) fail_msg("%s (%s): exit %d, want 1\n%s%s", cases[i].bundle, cases[i].edit, r.rc, r.out, r.err);
+    if (!strstr(r.out, cases[i].reason)) fail_msg("%s: no %s in\n%s", cases[i].bundle, cases[i].reason, r.out);
+    run_result_release(&r);
+  }
+  /* an artifact changed beside the bundle */
+  struct run_result r;
+  run_sh(&r, "rm -rf %s/m && cp -r fixtures/captured/window-sink-paged %s/m && f=$(ls %s/m/trace.*.jsonl) && "
+             "printf 'x' >> $f && build/dkb validate %s/m/bundle.json --require-level 6",
+         tmp_dir(), tmp_dir(), tmp_dir(), tmp_dir());
+  assert_int_equal(r.rc, 1);
+  assert_non_null(strstr(r.out, "artifact_"));
+  run_result_release(&r);
+}
+
+DKB_TEST_GROUP(captured, cmocka_unit_test(captured_bundles_validate_at_level_6), cmocka_unit_test(mutated_captured_bundles_fail))
