@@ -164,9 +164,32 @@ static void malformed_fixture_errors_are_exact(void **s) {
              "dkb: error: cannot open '/nonexistent.json': No such file or directory\n");
 }
 
+/* Every "    $ build/dkb ..." line of README.md runs with the exit code it states ("# exit N", else 0). */
+static void readme_examples_run(void **s) {
+  (void)s;
+  char *readme = slurp("README.md");
+  assert_non_null(readme);
+  int n = 0;
+  for (char *line = strtok(readme, "\n"); line; line = strtok(NULL, "\n")) {
+    if (strncmp(line, "    $ build/dkb ", 16)) continue;
+    char cmd[1024];
+    snprintf(cmd, sizeof cmd, "%s", line + 6);
+    int want = 0;
+    char *hash = strstr(cmd, "  # exit ");
+    if (hash) { want = atoi(hash + 9); *hash = '\0'; }
+    struct run_result r;
+    run_sh(&r, "%s", cmd);
+    if (r.rc != want) fail_msg("README: '%s' exited %d, the README says %d\n%s%s", cmd, r.rc, want, r.out, r.err);
+    run_result_release(&r);
+    n++;
+  }
+  assert_true(n >= 6);
+  free(readme);
+}
+
 DKB_TEST_GROUP(cli, cmocka_unit_test(unknown_command_is_usage_error), cmocka_unit_test(unknown_option_is_usage_error),
                cmocka_unit_test(help_works_three_ways), cmocka_unit_test(version_names_commit_and_dirty_flag),
                cmocka_unit_test(oracle_passes_every_shipped_fixture),
                cmocka_unit_test(oracle_json_report_is_schema_valid),
                cmocka_unit_test(contract_fixtures_are_schema_valid), cmocka_unit_test(failed_expectation_exits_1),
-               cmocka_unit_test(malformed_fixture_errors_are_exact))
+               cmocka_unit_test(malformed_fixture_errors_are_exact), cmocka_unit_test(readme_examples_run))
