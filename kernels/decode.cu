@@ -283,7 +283,45 @@ struct TilePipe {
     prefetch(t_pend);  // in flight while this thread computes the current tile
     cp_async_commit();
   }
+  // Waits until `stage` holds its tile and refills the stage the previous iteration freed. Returns
+  // false when the item has no more tiles; else *t is the tile and *partial its class.
+  template <class KPos, class VPos>
+  __device__ __forceinline__ bool advance(int stage, unsigned char *stages, int stage_bytes, int tile_bytes, KPos kpos,
+                                          VPos vpos, int64_t *t, bool *partial) {
+    cp_async_wait<kStages - 2>();
+    __syncthreads();  // every thread is done with the stage refilled below
+    *t = ring_t[stage];
+    if (*t < 0) return false;
+    *partial = ring_c[stage] == T_PARTIAL;
+    const int sf = (stage + kStages - 1) % kStages;
+    issue_next(sf, stages + sf * stage_bytes, tile_bytes, kpos, vpos);
+    return true;
+  }
 };
+
+// ---- one split's state, written once for both producers --------------------------------------
+// Element x of row (orow in the output, srow in the workspace) with numerator u = sum exp(s - m) v and
+// denominator l: the final O when the plan is direct, else the slot's (m,l,u) or (LSE,O) state. An
+// empty state (valid false) writes the identity: O = 0, u = 0 (0x02C).
+template <typename T>
+__device__ __forceinline__ void store_elem(const dkb_decode_params &p, int64_t orow, int64_t srow, int x, float u, float l,
+                                           bool valid) {
+  if (p.direct) reinterpret_cast<T *>(p.o)[orow * p.dv + x] = from_f<T>(valid ? u / l : 0.f);
+  else if (p.abi == DKB_ABI_MLU) reinterpret_cast<float *>(p.ws_u)[srow * p.dv + x] = valid ? u : 0.f;
+  else if (p.ws_o_dtype == DKB_KDT_BF16) reinterpret_cast<__nv_bfloat16 *>(p.ws_u)[srow * p.dv + x] = __float2bfloat16_rn(valid ? u / l : 0.f);
+  else reinterpret_cast<float *>(p.ws_u)[srow * p.dv + x] = valid ? u / l : 0.f;
+}
+// The row's scalars: LSE (direct), or validity and m, l (MLU) or LSE (LSE_O); m2 is the max in base 2.
+__device__ __forceinline__ void store_scalars(const dkb_decode_params &p, int64_t orow, int64_t srow, float m2, float l, bool valid) {
+  const float lse = valid ? m2 * kLn2 + logf(l) : -INFINITY;
+  if (p.direct) {
+    if (p.lse) p.lse[orow] = lse;
+    return;
+  }
+  p.ws_valid[srow] = valid;
+  if (p.abi == DKB_ABI_MLU) { p.ws_m[srow] = valid ? m2 * kLn2 : -INFINITY; p.ws_l[srow] = valid ? l : 0.f; }
+  else p.ws_m[srow] = lse;
+}
 
 // ---- producer configuration -------------------------------------------------------------------------
 template <typename T, int D_PAD, int R_MAX, int NT>
@@ -371,16 +409,9 @@ __global__ void __launch_bounds__(NT) decode_split_kv_producer(const dkb_decode_
 
   const int qslot = tid / K::TPT, qpart = tid % K::TPT;
   int stage = 0;
-  for (;;) {
-    cp_async_wait<kStages - 2>();
-    __syncthreads();  // `stage` holds its tile; every thread is done with the stage refilled below
-    const int64_t t = ring_t[stage];
-    if (t < 0) break;
-    const bool partial = ring_c[stage] == T_PARTIAL;
-    {
-      const int sf = (stage + kStages - 1) % kStages;
-      pipe.issue_next(sf, stages + sf * K::STAGE_BYTES, K::TILE_BYTES, kpos, vpos);
-    }
+  int64_t t;
+  bool partial;
+  while (pipe.advance(stage, stages, K::STAGE_BYTES, K::TILE_BYTES, kpos, vpos, &t, &partial)) {
     const unsigned char *ks = stages + stage * K::STAGE_BYTES, *vs = ks + K::TILE_BYTES;
     const int64_t k0 = t * K::NTOK;
 
@@ -515,21 +546,9 @@ __global__ void __launch_bounds__(NT) decode_split_kv_producer(const dkb_decode_
     for (int e = 0; e < K::EPC; e++) {
       const int x = pc * K::EPC + e;
       if (x >= p.dv) break;
-      const float u = acc[r][e];
-      if (p.direct) reinterpret_cast<T *>(p.o)[orow * p.dv + x] = from_f<T>(valid ? u / l : 0.f);
-      else if (p.abi == DKB_ABI_MLU) reinterpret_cast<float *>(p.ws_u)[srow * p.dv + x] = valid ? u : 0.f;
-      else if (p.ws_o_dtype == DKB_KDT_BF16) reinterpret_cast<__nv_bfloat16 *>(p.ws_u)[srow * p.dv + x] = __float2bfloat16_rn(valid ? u / l : 0.f);
-      else reinterpret_cast<float *>(p.ws_u)[srow * p.dv + x] = valid ? u / l : 0.f;
+      store_elem<T>(p, orow, srow, x, acc[r][e], l, valid);
     }
-    if (pc != 0) continue;
-    const float lse = valid ? m2 * kLn2 + logf(l) : -INFINITY;
-    if (p.direct) {
-      if (p.lse) p.lse[orow] = lse;
-    } else {
-      p.ws_valid[srow] = valid;
-      if (p.abi == DKB_ABI_MLU) { p.ws_m[srow] = valid ? m2 * kLn2 : -INFINITY; p.ws_l[srow] = valid ? l : 0.f; }
-      else p.ws_m[srow] = lse;
-    }
+    if (pc == 0) store_scalars(p, orow, srow, m2, l, valid);
   }
 }
 
@@ -627,16 +646,9 @@ __global__ void __launch_bounds__(128) decode_split_kv_producer_mma(const dkb_de
   float m0 = -INFINITY, m1 = -INFINITY, l0 = 0.f, l1 = 0.f;  // rows lane/4 and lane/4 + 8
   const int r0 = lane >> 2, r1 = r0 + 8, kw = warp * 16;
   int stage = 0;
-  for (;;) {
-    cp_async_wait<kStages - 2>();
-    __syncthreads();
-    const int64_t t = ring_t[stage];
-    if (t < 0) break;
-    const bool partial = ring_c[stage] == T_PARTIAL;
-    {
-      const int sf = (stage + kStages - 1) % kStages;
-      pipe.issue_next(sf, stages + sf * K::STAGE_BYTES, K::TILE_BYTES, pos, pos);
-    }
+  int64_t t;
+  bool partial;
+  while (pipe.advance(stage, stages, K::STAGE_BYTES, K::TILE_BYTES, pos, pos, &t, &partial)) {
     const unsigned char *ks = stages + stage * K::STAGE_BYTES, *vs = ks + K::TILE_BYTES;
     // ---- s = q.k for this warp's 16 keys: two 16x8 fragments ----
     float sc[2][4] = {{0.f, 0.f, 0.f, 0.f}, {0.f, 0.f, 0.f, 0.f}};
@@ -736,20 +748,8 @@ __global__ void __launch_bounds__(128) decode_split_kv_producer_mma(const dkb_de
       u += red_o[(w * K::ROWS + row) * D_PAD + x] * f;
     }
     const int64_t orow = ((int64_t)b * C + i) * p.H_q + hq, srow = ((int64_t)slot * p.H_q + hq) * C + i;
-    const float lse = valid ? M * kLn2 + logf(L) : -INFINITY;
-    if (p.direct) {
-      reinterpret_cast<T *>(p.o)[orow * p.dv + x] = from_f<T>(valid ? u / L : 0.f);
-      if (x == 0 && p.lse) p.lse[orow] = lse;
-      continue;
-    }
-    if (p.abi == DKB_ABI_MLU) reinterpret_cast<float *>(p.ws_u)[srow * p.dv + x] = valid ? u : 0.f;
-    else if (p.ws_o_dtype == DKB_KDT_BF16) reinterpret_cast<__nv_bfloat16 *>(p.ws_u)[srow * p.dv + x] = __float2bfloat16_rn(valid ? u / L : 0.f);
-    else reinterpret_cast<float *>(p.ws_u)[srow * p.dv + x] = valid ? u / L : 0.f;
-    if (x == 0) {
-      p.ws_valid[srow] = valid;
-      if (p.abi == DKB_ABI_MLU) { p.ws_m[srow] = valid ? M * kLn2 : -INFINITY; p.ws_l[srow] = valid ? L : 0.f; }
-      else p.ws_m[srow] = lse;
-    }
+    store_elem<T>(p, orow, srow, x, u, L, valid);
+    if (x == 0) store_scalars(p, orow, srow, M, L, valid);
   }
 }
 
