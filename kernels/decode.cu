@@ -283,20 +283,6 @@ struct TilePipe {
     prefetch(t_pend);  // in flight while this thread computes the current tile
     cp_async_commit();
   }
-  // Waits until `stage` holds its tile and refills the stage the previous iteration freed. Returns
-  // false when the item has no more tiles; else *t is the tile and *partial its class.
-  template <class KPos, class VPos>
-  __device__ __forceinline__ bool advance(int stage, unsigned char *stages, int stage_bytes, int tile_bytes, KPos kpos,
-                                          VPos vpos, int64_t *t, bool *partial) {
-    cp_async_wait<kStages - 2>();
-    __syncthreads();  // every thread is done with the stage refilled below
-    *t = ring_t[stage];
-    if (*t < 0) return false;
-    *partial = ring_c[stage] == T_PARTIAL;
-    const int sf = (stage + kStages - 1) % kStages;
-    issue_next(sf, stages + sf * stage_bytes, tile_bytes, kpos, vpos);
-    return true;
-  }
 };
 
 // ---- one split's state, written once for both producers --------------------------------------
@@ -409,9 +395,16 @@ __global__ void __launch_bounds__(NT) decode_split_kv_producer(const dkb_decode_
 
   const int qslot = tid / K::TPT, qpart = tid % K::TPT;
   int stage = 0;
-  int64_t t;
-  bool partial;
-  while (pipe.advance(stage, stages, K::STAGE_BYTES, K::TILE_BYTES, kpos, vpos, &t, &partial)) {
+  for (;;) {
+    cp_async_wait<kStages - 2>();
+    __syncthreads();  // `stage` holds its tile; every thread is done with the stage refilled below
+    const int64_t t = ring_t[stage];
+    if (t < 0) break;
+    const bool partial = ring_c[stage] == T_PARTIAL;
+    {
+      const int sf = (stage + kStages - 1) % kStages;
+      pipe.issue_next(sf, stages + sf * K::STAGE_BYTES, K::TILE_BYTES, kpos, vpos);
+    }
     const unsigned char *ks = stages + stage * K::STAGE_BYTES, *vs = ks + K::TILE_BYTES;
     const int64_t k0 = t * K::NTOK;
 
@@ -646,9 +639,16 @@ __global__ void __launch_bounds__(128) decode_split_kv_producer_mma(const dkb_de
   float m0 = -INFINITY, m1 = -INFINITY, l0 = 0.f, l1 = 0.f;  // rows lane/4 and lane/4 + 8
   const int r0 = lane >> 2, r1 = r0 + 8, kw = warp * 16;
   int stage = 0;
-  int64_t t;
-  bool partial;
-  while (pipe.advance(stage, stages, K::STAGE_BYTES, K::TILE_BYTES, pos, pos, &t, &partial)) {
+  for (;;) {
+    cp_async_wait<kStages - 2>();
+    __syncthreads();
+    const int64_t t = ring_t[stage];
+    if (t < 0) break;
+    const bool partial = ring_c[stage] == T_PARTIAL;
+    {
+      const int sf = (stage + kStages - 1) % kStages;
+      pipe.issue_next(sf, stages + sf * K::STAGE_BYTES, K::TILE_BYTES, pos, pos);
+    }
     const unsigned char *ks = stages + stage * K::STAGE_BYTES, *vs = ks + K::TILE_BYTES;
     // ---- s = q.k for this warp's 16 keys: two 16x8 fragments ----
     float sc[2][4] = {{0.f, 0.f, 0.f, 0.f}, {0.f, 0.f, 0.f, 0.f}};
