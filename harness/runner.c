@@ -278,8 +278,6 @@ int runner_execute(struct decode_call *c, const struct run_opts *o, struct run_r
     const char *terminal = dev.device_count == 0 ? "no_gpu" : "cuda_runtime_unavailable";
     bundle_set_status(bundle, terminal, terminal, "%s", dev.reason);
   } else if (family >= 0) {
-    json_t *ld = NULL;
-    (void)ld;
     /* ---- capture pass: NVTX range + CUPTI activity, outputs poisoned first ---- */
     if (gpu_call_setup(c, &in, &pl, family, &g, err)) {
       bundle_set_status(bundle, "launch_failed", "device_setup_failed", "%s", err->msg);
@@ -352,7 +350,7 @@ int runner_execute(struct decode_call *c, const struct run_opts *o, struct run_r
       goto grade;
     }
     struct typed got = {(enum dkb_dtype)c->dtype, o_gpu};
-    struct dkb_cmp co, cl, cc_k, cc_v;
+    struct dkb_cmp co, cl, cc_k;
     dkb_compare(&got, get_typed, o_ref, dkb_cmp_get_f64, orows * (size_t)c->dv, c->atol, c->rtol, &co);
     json_t *corr = json_pack("{s:s,s:f,s:f,s:o}", "reference", "float64 oracle (harness/decode_ref.c over oracles/)",
                              "atol", c->atol, "rtol", c->rtol, "output", cmp_json(&co));
@@ -371,13 +369,10 @@ int runner_execute(struct decode_call *c, const struct run_opts *o, struct run_r
       /* Exact: the cache after the call must equal the pre-call cache with the new rows written. */
       k_exp = inputs_expected_cache(c, &in, 0);
       v_exp = inputs_expected_cache(c, &in, 1);
-      struct typed gk = {(enum dkb_dtype)c->dtype, k_after}, ek = {(enum dkb_dtype)c->dtype, k_exp};
-      struct typed gv = {(enum dkb_dtype)c->dtype, v_after}, ev = {(enum dkb_dtype)c->dtype, v_exp};
       /* poison is NaN on both sides outside the visible rows: compare bytes, count mismatching elements */
       size_t es = (size_t)in.esize, mk = 0, mv = 0;
       for (size_t i = 0; i < in.k_bytes / es; i++) mk += memcmp((char *)k_after + i * es, (char *)k_exp + i * es, es) != 0;
       for (size_t i = 0; i < in.v_bytes / es; i++) mv += memcmp((char *)v_after + i * es, (char *)v_exp + i * es, es) != 0;
-      (void)gk; (void)ek; (void)gv; (void)ev;
       memset(&cc_k, 0, sizeof cc_k);
       cc_k.n = (in.k_bytes + in.v_bytes) / es;
       cc_k.violations = mk + mv;
@@ -385,7 +380,6 @@ int runner_execute(struct decode_call *c, const struct run_opts *o, struct run_r
       json_object_set_new(corr, "cache", cmp_json(&cc_k));
       json_object_set_new(corr, "cache_rule", json_string("bitwise: every K and V element equals the pre-call cache with the new rows written through the address translator"));
       passed &= cc_k.pass;
-      (void)cc_v;
     } else {
       json_object_set_new(corr, "cache", json_string("not_applicable"));
     }
