@@ -35,7 +35,7 @@ enum { T_SKIP, T_FULL, T_PARTIAL };
 namespace {
 
 constexpr int kStages = 3;
-constexpr int kPageSmem = 1024;  // page ids of an item kept in shared memory (4 KiB); more: prefetched
+constexpr int kPageSmem = 1024;  // page ids of an item kept in shared memory (4 KiB); more: read per copy
 constexpr float kLog2e = 1.4426950408889634f;
 constexpr float kLn2 = 0.6931471805599453f;
 
@@ -166,9 +166,11 @@ __device__ __forceinline__ int tile_class(const dkb_decode_params &p, int b, int
 // One CTA streams the K/V tiles of its item [lo, hi) of request b, head h, through the kernel's shared-memory
 // stages with cp.async. Tiles are aligned blocks of NTOK keys; SKIP tiles (0x05C) are neither loaded nor
 // computed. Address constants are hoisted out of the copy loop (a copy must not wait on a dependent
-// load), and the page ids and FlashMask summary of the next tile are loaded one tile ahead, while the
-// current tile is computed (FlashInfer's decode.cuh does the same for its page table). A ring in shared
-// memory tells the consumer which tile and class each stage holds (-1: no more tiles).
+// load): an item's page ids (up to kPageSmem) sit in shared memory before the first copy, and the
+// FlashMask summary of the next tile is loaded one tile ahead, while the current tile is computed. Tiles
+// wholly inside the item take a short path (byte addresses, power-of-two page shift); edge tiles, other
+// page sizes and longer page lists take the general, not unrolled path, which reads the page table
+// directly. A ring in shared memory tells the consumer which tile and class each stage holds (-1: none).
 template <typename T, int NTOK, int CH, int NT>
 struct TilePipe {
   static constexpr int EPC = 16 / (int)sizeof(T);
@@ -180,7 +182,6 @@ struct TilePipe {
   int64_t kbase, vbase, kstride, vstride, kpage, vpage;
   const int32_t *tbl;
   int P, cc, ct0;
-  int32_t pg[KPT];
   int4 sm0, sm1;
   int64_t *ring_t;
   int *ring_c;
@@ -250,13 +251,6 @@ struct TilePipe {
   }
   __device__ __forceinline__ void prefetch(int64_t t) {
     if (t >= t_end) return;
-    if (paged && !pgs) {
-#pragma unroll
-      for (int i = 0; i < KPT; i++) {
-        int64_t key = t * NTOK + ct0 + i * (NT / CH);
-        pg[i] = key >= lo && key < hi ? __ldg(tbl + key / P) : 0;
-      }
-    }
     if (pp->mask_kind == M_FLASHMASK) {
       const int4 *sp = reinterpret_cast<const int4 *>(pp->fm_summary + 8 * (pp->fm_sum_indptr[b] + t));
       sm0 = __ldg(sp);
@@ -305,10 +299,10 @@ struct TilePipe {
           cp_async16(vs + vpos(tt, cc) * 16, vthr + page * vpage_b + r * vstep, vsz);
         }
       }
-    } else if (t < t_end) {
+    } else if (t < t_end) {  // edge tiles and the general layouts: rare, kept out of line of the hot loop
       unsigned char *vs = ks + tile_bytes;
       const T *kp = reinterpret_cast<const T *>(pp->k) + cc * EPC, *vp = reinterpret_cast<const T *>(pp->v) + cc * EPC;
-#pragma unroll
+#pragma unroll 1
       for (int i = 0; i < KPT; i++) {
         const int tt = ct0 + i * (NT / CH);
         const int64_t key = t * NTOK + tt;
@@ -316,7 +310,7 @@ struct TilePipe {
         int64_t ko, vo;
         if (paged) {
           const int64_t j = key / P, r = key - j * P;
-          const int64_t page = pgs ? (in ? pgs[j - j0] : 0) : pg[i];
+          const int64_t page = in ? (pgs ? pgs[j - j0] : __ldg(tbl + j)) : 0;
           ko = page * kpage + kbase + r * kstride;
           vo = page * vpage + vbase + r * vstride;
         } else {
@@ -609,7 +603,7 @@ struct MmaCfg {
   static constexpr int NT = 128, NW = 4, NTOK = 64, ROWS = 16, CH = D_PAD / 8, ST = 2;
   static constexpr int TILE_BYTES = NTOK * D_PAD * 2, STAGE_BYTES = 2 * TILE_BYTES;
   static constexpr int Q_BYTES = ROWS * D_PAD * 2;
-  static constexpr int RED_BYTES = NW * ROWS * D_PAD * 4 + 2 * NW * ROWS * 4;
+  static constexpr int RED_BYTES = NW * ROWS * D_PAD * 4 + 3 * NW * ROWS * 4 + 2 * ROWS * 4;
   static constexpr int SMEM = ST * STAGE_BYTES + Q_BYTES;
   static_assert(RED_BYTES <= ST * STAGE_BYTES, "the merge buffer aliases the stages");
 };
@@ -787,25 +781,37 @@ __global__ void __launch_bounds__(128, 3) decode_split_kv_producer_mma(const dkb
   }
   __syncthreads();
   // ---- merge the warps (0x02B) and write the slot, or the output when the plan is direct ----
-  const int slot = p.item_slot[item];
-  for (int idx = tid; idx < R * p.dv; idx += K::NT) {
-    const int row = idx / p.dv, x = idx % p.dv, j = row / C, i = row % C, hq = h * g + j;
-    float M = -INFINITY;
+  // Each row's frame M, sum L and per-warp factors exp2(m_w - M) once, then only multiply-adds per element.
+  float *red_f = red_l + K::NW * K::ROWS, *row_m = red_f + K::NW * K::ROWS, *row_l = row_m + K::ROWS;
+  if (tid < K::ROWS) {
+    float M = -INFINITY, L = 0.f;
 #pragma unroll
-    for (int w = 0; w < K::NW; w++) M = fmaxf(M, red_m[w * K::ROWS + row]);
-    const bool valid = M != -INFINITY;  // the empty identity: O = 0, LSE = -inf, valid = 0
-    float L = 0.f, u = 0.f;
+    for (int w = 0; w < K::NW; w++) M = fmaxf(M, red_m[w * K::ROWS + tid]);
 #pragma unroll
-    for (int w = 0; w < K::NW && valid; w++) {
-      const float mw = red_m[w * K::ROWS + row];
-      if (mw == -INFINITY) continue;
-      const float f = exp2f(mw - M);
-      L += red_l[w * K::ROWS + row] * f;
-      u += red_o[(w * K::ROWS + row) * D_PAD + x] * f;
+    for (int w = 0; w < K::NW; w++) {
+      const float mw = red_m[w * K::ROWS + tid];
+      /* an empty warp (or row) weighs 0; never form -inf - -inf (0x02C) */
+      const float f = mw == -INFINITY ? 0.f : exp2f(mw - M);
+      red_f[w * K::ROWS + tid] = f;
+      L += red_l[w * K::ROWS + tid] * f;
     }
+    row_m[tid] = M;
+    row_l[tid] = L;
+  }
+  __syncthreads();
+  const int slot = p.item_slot[item];
+  for (int row = 0; row < R; row++) {
+    const int j = row / C, i = row % C, hq = h * g + j;
+    const float M = row_m[row], L = row_l[row];
+    const bool valid = M != -INFINITY;  // the empty identity: O = 0, LSE = -inf, valid = 0
     const int64_t orow = ((int64_t)b * C + i) * p.H_q + hq, srow = ((int64_t)slot * p.H_q + hq) * C + i;
-    store_elem<T>(p, orow, srow, x, u, L, valid);
-    if (x == 0) store_scalars(p, orow, srow, M, L, valid);
+    for (int x = tid; x < p.dv; x += K::NT) {
+      float u = 0.f;
+#pragma unroll
+      for (int w = 0; w < K::NW; w++) u += red_o[(w * K::ROWS + row) * D_PAD + x] * red_f[w * K::ROWS + row];
+      store_elem<T>(p, orow, srow, x, u, L, valid);
+    }
+    if (tid == 0) store_scalars(p, orow, srow, M, L, valid);
   }
 }
 
@@ -840,8 +846,15 @@ __global__ void __launch_bounds__(NT) decode_split_kv_combine(const dkb_decode_p
   auto srow = [&](int s) { return ((int64_t)s * p.H_q + hq) * p.C + i; };
   // The frame is the largest m (MLU) or LSE (LSE_O) among VALID slots only: an invalid slot is never
   // read past its validity byte (0x02C).
-  float M = -INFINITY;
-  for (int s = s0 + tid; s < s1; s += NT)
+  // The first chunk's scalars stay in registers for the weights below (one global round trip fewer).
+  bool v0 = false;
+  float m_0 = -INFINITY, l_0 = 0.f;
+  if (s0 + tid < s1 && (v0 = p.ws_valid[srow(s0 + tid)])) {
+    m_0 = p.ws_m[srow(s0 + tid)];
+    if (p.abi == DKB_ABI_MLU) l_0 = p.ws_l[srow(s0 + tid)];
+  }
+  float M = m_0;
+  for (int s = s0 + NT + tid; s < s1; s += NT)
     if (p.ws_valid[srow(s)]) M = fmaxf(M, p.ws_m[srow(s)]);
 #pragma unroll
   for (int off = 16; off > 0; off /= 2) M = fmaxf(M, __shfl_xor_sync(0xffffffffu, M, off));
@@ -858,7 +871,12 @@ __global__ void __launch_bounds__(NT) decode_split_kv_combine(const dkb_decode_p
     /* weight of each slot of this chunk: exp(m - M) (times l for MLU); 0 for an invalid slot */
     const int s = c0 + tid;
     float w = 0.f;
-    if (s < s1 && p.ws_valid[srow(s)]) {
+    if (c0 == s0) {
+      if (v0) {
+        w = expf(m_0 - M);
+        L += p.abi == DKB_ABI_MLU ? l_0 * w : w;
+      }
+    } else if (s < s1 && p.ws_valid[srow(s)]) {
       w = expf(p.ws_m[srow(s)] - M);
       L += p.abi == DKB_ABI_MLU ? p.ws_l[srow(s)] * w : w;
     }

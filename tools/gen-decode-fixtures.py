@@ -74,6 +74,12 @@ def cases():
     for p in (8, 32, 64, 128):
         yield case(f"paged-nhd-p{p}-auto", f"Paged NHD CSR, page {p}, auto split, ragged lengths.",
                    lens=RAGGED, cache={"layout": "paged_nhd", "page_size": p}, split={"policy": "auto"}, seed=p)
+    # The kernels' general copy path: a page size that is not a power of two, and an item whose page list
+    # (1500 pages of 1 key) is longer than the kernel keeps in shared memory.
+    yield case("paged-nhd-p24-general-path", "Paged NHD CSR, page 24 (not a power of two), fixed split 2.",
+               lens=[23, 24, 25, 1000, 3587], cache={"layout": "paged_nhd", "page_size": 24}, split={"policy": "fixed", "splits": 2})
+    yield case("paged-p1-long-page-list", "Page size 1, one split: 1500 and 3000 page ids per item, more than shared memory holds.",
+               lens=[1500, 3000], cache={"layout": "paged_nhd", "page_size": 1}, split={"policy": "fixed", "splits": 1})
     yield case("paged-dense-hnd-p64-fp16-mlu", "Dense table HND, page 64, fp16, split 7.",
                lens=[3587, 129, 27], dtype="fp16", cache={"layout": "paged_hnd", "page_size": 64, "table": "dense"},
                split={"policy": "fixed", "splits": 7})
