@@ -76,6 +76,8 @@ static void cut(struct builder *bl, int b, const struct range *r, int nr, int64_
   }
 }
 
+enum { kPlanWaveCtasPerSm = 2 };
+
 int plan_build(const struct decode_call *c, const struct decode_inputs *in, const struct plan_opts *o,
                struct decode_plan *p, struct dkb_err *err) {
   memset(p, 0, sizeof *p);
@@ -103,8 +105,12 @@ int plan_build(const struct decode_call *c, const struct decode_inputs *in, cons
     /* FlashAttention-2's heuristic (oracles/schedule.h) over the batch's work expressed as B_eff
      * requests as long as the longest one: for a uniform batch B_eff = B and this is FA2's rule; for
      * a ragged batch the long requests get S splits and shorter ones proportionally fewer, so every
-     * item holds at most ceil(max_tiles / S) tiles and the work is balanced across CTAs. */
+     * item holds at most ceil(max_tiles / S) tiles and the work is balanced across CTAs.
+     * The wave it fills counts at most 2 CTAs per SM even where 3 are resident: the third hides latency,
+     * but splitting the work to fill it costs more (combine, per-CTA prologue) than it gains (H200:
+     * B16 T8192 split 2 0.851 of the roofline vs 3 0.826; B8 T16384 MHA split 1 0.967 vs 3 0.922). */
     int sms = o->sm_count > 0 ? o->sm_count : 132, per = o->ctas_per_sm > 0 ? o->ctas_per_sm : 2;
+    if (per > kPlanWaveCtasPerSm) per = kPlanWaveCtasPerSm;
     int64_t total = 0;
     for (int b = 0; b < c->B; b++)
       for (int i = 0; i < nr[b]; i++) total += (rs[b][i].e - rs[b][i].a + T - 1) / T;
