@@ -226,7 +226,8 @@ struct TilePipe {
       j0 = lo / P;
       const int64_t nj = hi > lo ? (hi - 1) / P - j0 + 1 : 0;
       if (nj <= kPageSmem) {
-        for (int64_t j = tid; j < nj; j += NT) pg_smem[j] = __ldg(tbl + j0 + j);
+#pragma unroll 8
+        for (int j = tid; j < (int)nj; j += NT) pg_smem[j] = __ldg(tbl + j0 + j);  // 8 loads in flight, not 8 round trips
         pgs = pg_smem;
       }
     }
@@ -834,15 +835,15 @@ template <> __device__ __forceinline__ void load4<__nv_bfloat16>(const __nv_bflo
 
 template <typename T, typename WS, int NT>
 __global__ void __launch_bounds__(NT) decode_split_kv_combine(const dkb_decode_params p) {
-#if __CUDA_ARCH__ >= 900
-  asm volatile("griddepcontrol.wait;\n" ::: "memory");  // the producer's writes are visible after this
-#endif
   constexpr int NW = NT / 32;
   __shared__ float red[NW], wt[NT], part[NW][256];
   __shared__ int sl[NT], cnt[NW];
   const int row = blockIdx.x, tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;  // row = (b * C + i) * H_q + hq
   const int hq = row % p.H_q, bi = row / p.H_q, i = bi % p.C, b = bi / p.C;
-  const int s0 = p.slot_indptr[b], s1 = p.slot_indptr[b + 1];
+  const int s0 = p.slot_indptr[b], s1 = p.slot_indptr[b + 1];  // the plan, not the producer: read before the wait
+#if __CUDA_ARCH__ >= 900
+  asm volatile("griddepcontrol.wait;\n" ::: "memory");  // the producer's writes are visible after this
+#endif
   auto srow = [&](int s) { return ((int64_t)s * p.H_q + hq) * p.C + i; };
   // The frame is the largest m (MLU) or LSE (LSE_O) among VALID slots only: an invalid slot is never
   // read past its validity byte (0x02C).
