@@ -52,7 +52,14 @@ int dkb_counters_collect(int device, const char *range_name, dkb_launch_fn workl
 
   memset(out, 0, sizeof *out);
   define_metrics(out);
-  snprintf(out->range_name, sizeof out->range_name, "%s", range_name);
+  snprintf(out->range_name, sizeof out->range_name, "%s", range_name ? range_name : "");
+  /* libnvperf_host crashes (SIGSEGV in NVPW_CUDA_Profiler_DecodeCounters) decoding a user range with a
+   * long name: 73 characters did on the H200 (CUDA 13.0, driver 580.159), 11 and 17 did not. */
+  if (!range_name || !range_name[0] || strlen(range_name) > DKB_COUNTERS_RANGE_MAX) {
+    dkb_err_set(err, DKB_INTERNAL, NULL, NULL, "counters range name must have 1..%d characters, got %zu",
+                DKB_COUNTERS_RANGE_MAX, range_name ? strlen(range_name) : (size_t)0);
+    goto cleanup;
+  }
   DKB_CUPTI_CHECK(err, cuptiGetVersion(&out->cupti_version));
   if (dkb_device_require(device, err)) goto cleanup;
   DKB_CUDA_CHECK(err, cudaSetDevice(device));

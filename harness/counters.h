@@ -35,6 +35,9 @@ struct dkb_counters {
   struct dkb_counter v[DKB_COUNTERS_N];
 };
 
+/* Longest user-range name the counters pass accepts (longer names crash the NVIDIA decoder). */
+#define DKB_COUNTERS_RANGE_MAX 32
+
 /* Runs workload(arg, stream) once per replay pass inside a CUPTI user range named range_name on
  * `device` and evaluates the three metrics. The workload must be replay-safe (same inputs each
  * pass). Returns 0 with out->available = 1, or -1 with err and out->reason (e.g. no device: the

@@ -543,6 +543,24 @@ static void trace_jsonl_lines_are_canonical_schema_valid_records(void **s) {
 
 /* --- counters --------------------------------------------------------------------------------- */
 
+/* A long user-range name crashed the NVIDIA counter decoder on the H200: it is refused before any CUDA
+ * or CUPTI call, with or without a driver. */
+static void counters_refuse_long_range_names_before_touching_cupti(void **s) {
+  (void)s;
+  struct dkb_counters c;
+  struct dkb_err err;
+  char name[DKB_COUNTERS_RANGE_MAX + 2];
+  memset(name, 'x', sizeof name - 1);
+  name[sizeof name - 1] = 0;
+  assert_int_equal(dkb_counters_collect(0, name, NULL, NULL, NULL, &c, &err), -1);
+  assert_non_null(strstr(err.msg, "counters range name must have 1..32 characters, got 33"));
+  assert_string_equal(c.reason, err.msg);
+  assert_int_equal(c.available, 0);
+  assert_string_equal(c.v[0].name, "dram__bytes_read.sum");
+  assert_int_equal(dkb_counters_collect(0, "", NULL, NULL, NULL, &c, &err), -1);
+  assert_non_null(strstr(err.msg, "got 0"));
+}
+
 static void counters_without_driver_are_unavailable_with_definitions(void **s) {
   (void)s;
   SKIP_WITH_DRIVER();
@@ -978,7 +996,8 @@ DKB_TEST_GROUP(capture, cmocka_unit_test(check_macro_records_call_text_location_
                cmocka_unit_test(trace_without_closed_range_counts_nothing_in_range),
                cmocka_unit_test(trace_takes_cupti_records_and_pairs_markers),
                cmocka_unit_test(trace_jsonl_lines_are_canonical_schema_valid_records),
-               cmocka_unit_test(counters_without_driver_are_unavailable_with_definitions),
+               cmocka_unit_test(counters_refuse_long_range_names_before_touching_cupti),
+      cmocka_unit_test(counters_without_driver_are_unavailable_with_definitions),
                cmocka_unit_test(nvml_absent_reason_is_the_loader_message),
                cmocka_unit_test(nvml_sample_maps_fields_and_clock_event_reasons),
                cmocka_unit_test(nvml_unknown_bus_id_is_nvml_not_found),

@@ -193,6 +193,27 @@ static void gpu_every_decode_fixture_reaches_level_6(void **s) {
   run_result_release(&r);
 }
 
+/* `dkb run --counters` on a split call: the bundle still reaches level 6 and its counters pass measured
+ * at least the call's unique K/V bytes from DRAM (the range profiler flushes no L2, but 36 MB of K/V
+ * read once cannot all be L2 hits of the earlier passes: the 60 MiB L2 holds other data by then). */
+static void gpu_run_with_counters_measures_dram_bytes(void **s) {
+  (void)s;
+  SKIP_WITHOUT_GPU();
+  struct run_result r;
+  run_sh(&r, "build/dkb run fixtures/decode/default.json -o %s/gpu-counters --quiet --max-time 0.2 --counters "
+             "--require-level 6 > /dev/null && /usr/bin/python3 -c \"import json; b = json.load(open('%s/gpu-counters/bundle.json')); "
+             "m = b['measurement']; c = {x['name']: x['value'] for x in m['counters']}; "
+             "print(m['counters_pass']['status'], c['dram__bytes_read.sum'], c['gpu__time_duration.sum'])\"",
+         tmp_dir(), tmp_dir());
+  if (r.rc != 0 || strncmp(r.out, "measured ", 9)) fail_msg("%s%s", r.out, r.err);
+  double bytes = 0, ns = 0;
+  assert_int_equal(sscanf(r.out + 9, "%lf %lf", &bytes, &ns), 2);
+  print_message("[  INFO    ] counters: dram read %.0f B, gpu time %.0f ns\n", bytes, ns);
+  assert_true(ns > 0);
+  assert_true(bytes > 0);
+  run_result_release(&r);
+}
+
 /* Elements of a dumped .npy (v1.0 header) decoded as the dump index says. */
 static double *npy_read(const char *path, const char *dtype, size_t *n) {
   char *raw = NULL;
@@ -266,4 +287,5 @@ DKB_TEST_GROUP(run, cmocka_unit_test(decode_fixtures_are_schema_valid_and_load),
                cmocka_unit_test(run_without_gpu_stops_at_level_2_with_reason),
                cmocka_unit_test(dumps_recompute_in_numpy_to_1e12), cmocka_unit_test(bench_writes_table_csv_json_and_svg),
                cmocka_unit_test(split_policy_does_not_change_the_reference),
-               cmocka_unit_test(gpu_every_decode_fixture_reaches_level_6), cmocka_unit_test(gpu_split_k_agrees_with_split_1))
+               cmocka_unit_test(gpu_every_decode_fixture_reaches_level_6), cmocka_unit_test(gpu_split_k_agrees_with_split_1),
+               cmocka_unit_test(gpu_run_with_counters_measures_dram_bytes))
