@@ -194,8 +194,8 @@ static void gpu_every_decode_fixture_reaches_level_6(void **s) {
 }
 
 /* `dkb run --counters` on a split call: the bundle still reaches level 6 and its counters pass measured
- * at least the call's unique K/V bytes from DRAM (the range profiler flushes no L2, but 36 MB of K/V
- * read once cannot all be L2 hits of the earlier passes: the 60 MiB L2 holds other data by then). */
+ * DRAM bytes and GPU time. Not the K/V size: the range profiler flushes no L2, and most of the 36 MB of
+ * K/V is still in the 60 MiB L2 from the earlier passes (5.3 MB came from DRAM on the H200). */
 static void gpu_run_with_counters_measures_dram_bytes(void **s) {
   (void)s;
   SKIP_WITHOUT_GPU();
