@@ -128,7 +128,7 @@ const struct ladder_reason ladder_reasons[] = {
     {"kernel_geometry_invalid", 5, U, "a kernel record lacks a positive grid and block"},
     {"required_kernel_not_observed", 5, U, "a kernel the selected plan requires was not observed with launches > 0"},
     {"producer_kernel_not_observed", 5, U, "no launched kernel is the chain's producer"},
-    {"combine_kernel_not_observed", 5, U, "split_count > 1 but no launched kernel is the chain's combine kernel"},
+    {"combine_kernel_not_observed", 5, U, "split_count > 1 but no launched kernel is the chain's combine kernel or a fused producer+combine kernel"},
     /* level 6: measured */
     {"measurement_missing", 6, U, "no /measurement section"},
     {"correctness_missing", 6, U, "no correctness comparison"},
@@ -154,6 +154,7 @@ const struct ladder_reason ladder_reasons[] = {
     {"timing_summary_mismatch", 6, I, "a summary statistic does not recompute from the raw samples"},
     {"timing_stop_rule_missing", 6, U, "no stop rule"},
     {"timing_stop_rule_violated", 6, I, "the sample count or spread contradicts the stated stop rule"},
+    {"timing_output_not_reproduced", 6, U, "after the timed calls, one more call on poisoned outputs did not reproduce the checked output bit for bit"},
     {"counter_definition_incomplete", 6, U, "a counter lacks unit, numerator, denominator or scope"},
     {NULL, 0, U, NULL},
 };
@@ -1442,11 +1443,13 @@ static void level5_execution(struct lctx *c) {
         finding(c, 5, "required_kernel_not_observed", q, "'%s' is required by the plan but not observed with launches > 0", name);
       }
     }
-  if (layer_launched(c, ks, "producer") == 0)
+  /* A fused kernel (layer "producer+combine": its last CTA per group merges the slots, 0x03C) proves both. */
+  const int fused = layer_launched(c, ks, "producer+combine") == 1;
+  if (layer_launched(c, ks, "producer") == 0 && !fused)
     finding(c, 5, "producer_kernel_not_observed", "/execution/kernels", "no launched kernel is a chain producer node");
-  if (c->split_count > 1 && layer_launched(c, ks, "combine") == 0)
+  if (c->split_count > 1 && layer_launched(c, ks, "combine") == 0 && !fused)
     finding(c, 5, "combine_kernel_not_observed", "/execution/kernels",
-            "split_count %lld but no launched kernel is a chain combine node", c->split_count);
+            "split_count %lld but no launched kernel is a chain combine or producer+combine node", c->split_count);
 }
 
 /* ---------------------------------------------------------------------------------------------- */
@@ -1530,7 +1533,8 @@ static void level6_correctness(struct lctx *c, const json_t *m) {
 
 static void level6_timing(struct lctx *c, const json_t *m) {
   static const char *const opt[] = {"tracing", "method", "warmup", "samples_us", "summary", "stop_rule", "l2_flush",
-                                    "clocks_before", "clocks_after", NULL};
+                                    "clocks_before", "clocks_after", "repeat_check", NULL};
+  static const char *const rep_req[] = {"rule", "after_samples", "output_bitwise_equal", NULL};
   static const char *const sum_fields[] = {"count", "min", "median", "p95", "max", "mean", "stdev", "rel_stdev", NULL};
   static const char *const stop_req[] = {"rule", "min_samples", "max_samples", "max_rel_stdev", "met", NULL};
   const char *p = "/measurement/timing";
@@ -1548,6 +1552,19 @@ static void level6_timing(struct lctx *c, const json_t *m) {
   get(c, t, p, "l2_flush", TY_BOOL);
   get(c, t, p, "clocks_before", TY_OBJ);
   get(c, t, p, "clocks_after", TY_OBJ);
+  /* optional: a timed kernel that keeps state between calls (or merges nondeterministically) measured
+   * something other than the checked call */
+  const json_t *rep = get(c, t, p, "repeat_check", TY_OBJ);
+  if (rep && !keys(c, rep, "/measurement/timing/repeat_check", rep_req, NULL)) {
+    long long after = 0;
+    get_str(c, rep, "/measurement/timing/repeat_check", "rule", 1);
+    get_int(c, rep, "/measurement/timing/repeat_check", "after_samples", 0, &after);
+    const json_t *eq = get(c, rep, "/measurement/timing/repeat_check", "output_bitwise_equal", TY_BOOL);
+    if (eq && json_is_false(eq))
+      finding(c, 6, "timing_output_not_reproduced", "/measurement/timing/repeat_check/output_bitwise_equal",
+              "after %lld timed samples, a call on poisoned outputs did not reproduce the checked output", after);
+  }
+  if (c->bad) return;
   const json_t *samples = get_arr_of(c, t, p, "samples_us", TY_NUM);
   if (c->bad) return;
   size_t n = samples ? json_array_size(samples) : 0;

@@ -50,6 +50,7 @@ int gpu_call_setup(const struct decode_call *c, const struct decode_inputs *in, 
   p->n_items = pl->n_items;
   p->total_slots = pl->total_slots;
   p->direct = pl->direct;
+  p->fused = pl->fused;
   p->abi = c->abi;
   p->ws_o_dtype = c->ws_o_dtype;
   void *d;
@@ -95,6 +96,16 @@ int gpu_call_setup(const struct decode_call *c, const struct decode_inputs *in, 
     UP(ws_m, NULL, g->ws_bytes[1]);
     if (g->ws_bytes[2]) UP(ws_l, NULL, g->ws_bytes[2]);
     UP(ws_valid, NULL, g->ws_bytes[3]);
+    if (pl->fused) {
+      /* arrival counters start at zero; the kernel's last CTA of each group resets its own */
+      const size_t nc = (size_t)c->B * c->H_kv;
+      int *zeros = calloc(nc, sizeof *zeros);
+      if (!zeros) return dkb_err_set(err, DKB_ENV, NULL, NULL, "out of host memory");
+      int urc = upload(g, zeros, nc * sizeof *zeros, &d, err);
+      free(zeros);
+      if (urc) return -1;
+      p->combine_count = d;
+    }
   }
   if (c->phase == PHASE_APPEND) {
     UP(k_new, in->k_new, in->new_k_bytes);

@@ -109,8 +109,8 @@ int plan_build(const struct decode_call *c, const struct decode_inputs *in, cons
      * The wave it fills counts at most 2 CTAs per SM even where 3 are resident: the third hides latency,
      * but splitting the work to fill it costs more (combine, per-CTA prologue) than it gains (H200:
      * B16 T8192 split 2 0.851 of the roofline vs 3 0.826; B8 T16384 MHA split 1 0.967 vs 3 0.922). */
-    int sms = o->sm_count > 0 ? o->sm_count : 132, per = o->ctas_per_sm > 0 ? o->ctas_per_sm : 2;
-    if (per > kPlanWaveCtasPerSm) per = kPlanWaveCtasPerSm;
+    int sms = o->sm_count > 0 ? o->sm_count : 132;
+    int per = o->ctas_per_sm > 0 && o->ctas_per_sm < kPlanWaveCtasPerSm ? o->ctas_per_sm : kPlanWaveCtasPerSm;
     int64_t total = 0;
     for (int b = 0; b < c->B; b++)
       for (int i = 0; i < nr[b]; i++) total += (rs[b][i].e - rs[b][i].a + T - 1) / T;
@@ -157,10 +157,13 @@ int plan_build(const struct decode_call *c, const struct decode_inputs *in, cons
   if (c->split_policy != SPLIT_FIXED) p->splits = p->capacity = p->max_slots;
   p->direct = p->max_slots == 1;
   if (!p->direct) {
+    const int rows_per_head = (c->H_q / c->H_kv) * c->C;
+    p->fused = dkb_decode_fused_ok(c->dtype, c->dk, c->dv, rows_per_head, p->max_slots);
     int64_t rows = (int64_t)p->total_slots * c->H_q * c->C;
     int64_t per = c->abi == DKB_ABI_MLU ? (int64_t)c->dv * 4 + 4 + 4 + 1
                                         : (int64_t)c->dv * (int64_t)dkb_dtype_bytes((enum dkb_dtype)c->ws_o_dtype) + 4 + 1;
-    p->workspace_bytes = rows * per;
+    /* fused: one int32 arrival counter per (request, K/V head) */
+    p->workspace_bytes = rows * per + (p->fused ? (int64_t)c->B * c->H_kv * 4 : 0);
   }
   return 0;
 }
@@ -168,6 +171,10 @@ int plan_build(const struct decode_call *c, const struct decode_inputs *in, cons
 void plan_release(struct decode_plan *p) {
   free(p->item_b); free(p->item_lo); free(p->item_hi); free(p->item_slot); free(p->slot_indptr);
   memset(p, 0, sizeof *p);
+}
+
+const char *plan_combine_name(const struct decode_plan *p) {
+  return p->direct ? "none (direct)" : p->fused ? "fused (last producer CTA)" : "kernel";
 }
 
 int64_t plan_visible_kv_bytes(const struct decode_call *c, const struct decode_plan *p) {
@@ -188,6 +195,7 @@ json_t *plan_json(const struct decode_call *c, const struct decode_plan *p) {
                         (json_int_t)p->workspace_bytes, "tiles", "SKIP", (json_int_t)p->tiles[0], "FULL",
                         (json_int_t)p->tiles[1], "PARTIAL", (json_int_t)p->tiles[2], "visible_keys", (json_int_t)p->visible_keys);
   json_object_set_new(j, "item_table_truncated", json_boolean(shown < p->n_items));
+  json_object_set_new(j, "combine", json_string(plan_combine_name(p)));
   if (c->split_policy == SPLIT_AUTO) {
     json_object_set_new(j, "heuristic_sms", json_integer(p->heuristic_sms));
     json_object_set_new(j, "chunk_tiles", json_integer(p->chunk_tiles));

@@ -7,7 +7,8 @@
  * cut at tile granularity, auto taking S from FlashAttention-2's heuristic (oracles/schedule.h) with
  * the device's SM count times the kernel's CTAs per SM, applied to the batch's work in units of its
  * longest request (so a ragged batch is balanced: no item holds more than ceil(max_tiles / S) tiles). A plan whose requests all have exactly one
- * slot writes O directly and launches no combine kernel. */
+ * slot writes O directly and launches no combine kernel; a plan with few slots per request has them
+ * merged by the producer's last CTA (fused), otherwise the combine kernel merges them. */
 #ifndef DKB_PLAN_H
 #define DKB_PLAN_H
 
@@ -33,6 +34,7 @@ struct decode_plan {
   int32_t *slot_indptr;    /* [B+1] */
   int total_slots;
   int direct;              /* one slot per request: no workspace, no combine */
+  int fused;               /* the producer's last CTA per (request, K/V head) merges the slots (dkb_decode_fused_ok) */
   int splits;              /* the policy's split count S (auto: the heuristic's answer) */
   int capacity;            /* S_capacity (fixed policy), else = splits */
   int max_slots;           /* largest slot count of one request */
@@ -49,6 +51,8 @@ void plan_release(struct decode_plan *p);
 /* The plan as recorded in a bundle: policy, S, capacity, per-request slot counts, items (bounded),
  * workspace bytes, tile-class counts. */
 json_t *plan_json(const struct decode_call *c, const struct decode_plan *p);
+/* How the plan merges slots: "none (direct)", "fused (last producer CTA)" or "kernel". */
+const char *plan_combine_name(const struct decode_plan *p);
 /* Bytes of K/V in the visible tiles (what a kernel that skips SKIP tiles must read). */
 int64_t plan_visible_kv_bytes(const struct decode_call *c, const struct decode_plan *p);
 

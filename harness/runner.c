@@ -215,8 +215,8 @@ int runner_execute(struct decode_call *c, const struct run_opts *o, struct run_r
   res->kv_bytes = (double)decode_call_kv_bytes(c);
   res->visible_kv_bytes = (double)plan_visible_kv_bytes(c, &pl);
   res->io_bytes = res->kv_bytes + (double)decode_call_qo_bytes(c);
-  progress(o, "plan", "%d items, %d slots, split %d%s, tiles SKIP %lld FULL %lld PARTIAL %lld", pl.n_items,
-           pl.total_slots, pl.splits, pl.direct ? " (direct)" : "", (long long)pl.tiles[0], (long long)pl.tiles[1],
+  progress(o, "plan", "%d items, %d slots, split %d, combine %s, tiles SKIP %lld FULL %lld PARTIAL %lld", pl.n_items,
+           pl.total_slots, pl.splits, plan_combine_name(&pl), (long long)pl.tiles[0], (long long)pl.tiles[1],
            (long long)pl.tiles[2]);
   {
     json_t *key = decode_call_key(c);
@@ -244,7 +244,10 @@ int runner_execute(struct decode_call *c, const struct run_opts *o, struct run_r
       snprintf(res->selected, sizeof res->selected, "%s", adm->cand[adm->selected].backend->name);
       json_object_set_new(disp, "split_count", json_integer(family == DKB_FAMILY_NAIVE ? 1 : pl.max_slots));
       json_object_set_new(disp, "workspace_bytes", json_integer(family == DKB_FAMILY_NAIVE ? 0 : pl.workspace_bytes));
-      json_object_set_new(disp, "plan", plan_json(c, &pl));
+      json_t *pj = plan_json(c, &pl);
+      /* the naive backend ignores the split plan: one pass per output row, nothing to merge */
+      if (family == DKB_FAMILY_NAIVE) json_object_set_new(pj, "combine", json_string("none (naive backend, one pass)"));
+      json_object_set_new(disp, "plan", pj);
       json_t *pk = json_pack("{s:s,s:s,s:i,s:i,s:i,s:i,s:s,s:s,s:O,s:b,s:s,s:i,s:I}", "backend", res->selected,
                              "cache_layout", json_string_value(json_object_get(key, "cache_layout")), "H_q", c->H_q,
                              "H_kv", c->H_kv, "d_qk", c->dk, "d_v", c->dv, "q_dtype", dkb_dtype_name(c->dtype),
@@ -432,6 +435,32 @@ int runner_execute(struct decode_call *c, const struct run_opts *o, struct run_r
       json_object_set_new(timing, "clocks_after", after ? after : json_pack("{s:s}", "not_reported", nvml.lib ? "nvml sample failed" : "libnvidia-ml.so.1 not loaded"));
       json_decref(tj);
       json_object_set_new(meas, "timing", timing);
+      /* The timed calls must leave the kernels able to reproduce the checked output: one more call on
+       * poisoned outputs, compared bit for bit (state kept between calls, such as the fused combine's
+       * arrival counters, or a merge in a varying order would show here). */
+      void *o_again = malloc(g.o_bytes);
+      float *lse_again = lse_gpu ? malloc(g.lse_bytes) : NULL;
+      dkb_err_clear(&e2);
+      int lrc = gpu_call_poison(&g, &e2) ? -1 : gpu_call_launch(&g, g.stream);
+      int drc = lrc ? -1 : gpu_call_download(&g, &in, o_again, lse_again, NULL, NULL, &e2);
+      int same = !lrc && !drc && !memcmp(o_again, o_gpu, g.o_bytes) && (!lse_gpu || !memcmp(lse_again, lse_gpu, g.lse_bytes));
+      free(o_again);
+      free(lse_again);
+      if (lrc || drc) {
+        bundle_set_status(bundle, "launch_failed", "launch_failed", "the call after the timing pass: %s",
+                          lrc > 0 ? cudaGetErrorString((cudaError_t)lrc) : e2.msg);
+        cudaGetLastError();
+        goto grade;
+      }
+      json_object_set_new(timing, "repeat_check",
+                          json_pack("{s:s,s:I,s:b}", "rule", "outputs poisoned, the call run once more after the timed samples, O and LSE compared bitwise with the checked call",
+                                    "after_samples", (json_int_t)tm.n, "output_bitwise_equal", same));
+      progress(o, "repeat", "%s", same ? "the call after the timed samples reproduces the checked output bitwise" : "DIFFERS from the checked output");
+      if (!same) {
+        bundle_set_status(bundle, "correctness_failed", "timing_output_not_reproduced",
+                          "after %zu timed samples, a call on poisoned outputs did not reproduce the checked output", tm.n);
+        goto grade;
+      }
       res->median_us = tm.stats.median;
       progress(o, "timing", "%zu samples, median %.2f us, rel stdev %.2f%%", tm.n, tm.stats.median, 100 * tm.stats.rel_stdev);
     }

@@ -8,6 +8,8 @@
 //       per request. Empty items and items past a request's keys write the empty identity.
 //   decode_split_kv_producer_mma<T, D_PAD>  the same contract on tensor cores (mma.sync) for fp16/bf16,
 //       d <= 128 and up to 16 query rows per K/V head; two stages, three CTAs per SM.
+//   decode_split_kv_fused_mma<T, D_PAD>  that producer whose last CTA per (request, K/V head) also merges
+//       the group's slots (fused combine, 0x03C): one launch when the plan has few slots per request.
 //   decode_split_kv_combine<T, WS, NT>  one CTA per (request, query row, query head): exact merge of the
 //       request's slots, branching on validity before any exponential (0x02C); all-masked -> O=0, LSE=-inf.
 //   decode_naive_reference<T>        one CTA per output row, three passes over all keys, no split: the
@@ -589,6 +591,107 @@ __global__ void __launch_bounds__(NT) decode_split_kv_producer(const dkb_decode_
   }
 }
 
+// ---- fused combine: the last CTA of a (request, K/V head) group merges the group's slots (0x03C) -----
+// Saves the combine launch and its dependent-load chain, which cost 5-10 us per call on the H200. Every
+// producer CTA publishes its slot (stores, __threadfence) and then counts itself in; the CTA whose count
+// completes the request's slots reads them back from L2 (ld.cg: L1 is not coherent across SMs), writes O
+// and LSE and resets the counter for the next call (graph replay needs no memset). One warp per query
+// row, four dims per lane (d_v <= 128), slots summed in slot order whichever CTA is last: deterministic.
+// Four workspace values widened to floats, read through L2 (ld.cg): other CTAs or the previous kernel
+// wrote them, so L1 holds nothing useful (and is not coherent across SMs).
+template <typename WS> __device__ __forceinline__ void load4(const WS *p, float v[4]);
+template <> __device__ __forceinline__ void load4<float>(const float *p, float v[4]) {
+  const float4 x = __ldcg(reinterpret_cast<const float4 *>(p));
+  v[0] = x.x; v[1] = x.y; v[2] = x.z; v[3] = x.w;
+}
+template <> __device__ __forceinline__ void load4<__nv_bfloat16>(const __nv_bfloat16 *p, float v[4]) {
+  const uint2 x = __ldcg(reinterpret_cast<const uint2 *>(p));
+  const float2 a = __bfloat1622float2(*reinterpret_cast<const __nv_bfloat162 *>(&x.x));
+  const float2 c = __bfloat1622float2(*reinterpret_cast<const __nv_bfloat162 *>(&x.y));
+  v[0] = a.x; v[1] = a.y; v[2] = c.x; v[3] = c.y;
+}
+
+// Sums w_q * payload(slot_q) over a warp's compacted list of weighted slots; the loads are independent
+// (no branch between them), so eight are in flight.
+template <typename WS>
+__device__ __forceinline__ void sum_slots(const void *ws, int64_t row0, int64_t row_stride, int x, const float *wt,
+                                          const int *sl, int nv, float acc[4]) {
+  const WS *u = reinterpret_cast<const WS *>(ws) + row0 + x;
+#pragma unroll 8
+  for (int q = 0; q < nv; q++) {
+    float v[4];
+    load4<WS>(u + sl[q] * row_stride, v);
+    const float w = wt[q];
+#pragma unroll
+    for (int e = 0; e < 4; e++) acc[e] = fmaf(w, v[e], acc[e]);
+  }
+}
+
+// scratch: 64 words per warp of free shared memory (the producer's stages, idle by now).
+template <typename T, int NT>
+__device__ void fused_combine(const dkb_decode_params &p, int b, int h, int g, int *last, float *scratch) {
+  const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
+  const int s0 = p.slot_indptr[b], s1 = p.slot_indptr[b + 1];
+  __threadfence();  // this thread's slot stores are visible device-wide before the CTA counts itself in
+  __syncthreads();
+  if (tid == 0) {
+    int *ctr = p.combine_count + (int64_t)b * p.H_kv + h;
+    const int prev = atomicAdd(ctr, 1);
+    *last = prev == s1 - s0 - 1;
+    if (*last) *ctr = 0;  // every CTA of the group has counted: nothing touches it again this call
+  }
+  __syncthreads();
+  if (!*last) return;
+  __threadfence();
+  const int C = p.C, R = g * C, bf16 = p.abi == DKB_ABI_LSE_O && p.ws_o_dtype == DKB_KDT_BF16;
+  const bool mlu = p.abi == DKB_ABI_MLU, lanes = lane * 4 < p.dv;
+  const int x = lanes ? lane * 4 : 0;  // a lane past d_v reads lane 0's dims and stores nothing
+  float *wt = scratch + warp * 64;
+  int *sl = reinterpret_cast<int *>(wt + 32);
+  // slot s of row (hq, i) sits at ((s * H_q + hq) * C + i): the same row of consecutive slots is H_q * C apart
+  const int64_t rs = (int64_t)p.H_q * C;
+  for (int row = warp; row < R; row += NT / 32) {
+    const int j = row / C, i = row % C, hq = h * g + j;
+    const int64_t r0 = (int64_t)hq * C + i;
+    // The frame is the largest m (MLU) or LSE (LSE_O) among VALID slots only (0x02C).
+    float M = -INFINITY;
+    for (int s = s0 + lane; s < s1; s += 32)
+      if (__ldcg(p.ws_valid + r0 + s * rs)) M = fmaxf(M, __ldcg(p.ws_m + r0 + s * rs));
+#pragma unroll
+    for (int off = 16; off > 0; off /= 2) M = fmaxf(M, __shfl_xor_sync(0xffffffffu, M, off));
+    const bool any = M != -INFINITY;
+    float L = 0.f, acc[4] = {0.f, 0.f, 0.f, 0.f};
+    for (int c0 = s0; c0 < s1 && any; c0 += 32) {
+      const int s = c0 + lane;
+      float w = 0.f;
+      if (s < s1 && __ldcg(p.ws_valid + r0 + s * rs)) {
+        w = expf(__ldcg(p.ws_m + r0 + s * rs) - M);
+        L += mlu ? __ldcg(p.ws_l + r0 + s * rs) * w : w;
+      }
+      // compact the weighted slots in slot order: an invalid (or negligible) slot's payload is not read
+      const unsigned bal = __ballot_sync(0xffffffffu, w != 0.f);
+      if (w != 0.f) {
+        const int at = __popc(bal & ((1u << lane) - 1u));
+        wt[at] = w;
+        sl[at] = s;
+      }
+      __syncwarp();
+      if (bf16) sum_slots<__nv_bfloat16>(p.ws_u, r0 * p.dv, rs * p.dv, x, wt, sl, __popc(bal), acc);
+      else sum_slots<float>(p.ws_u, r0 * p.dv, rs * p.dv, x, wt, sl, __popc(bal), acc);
+      __syncwarp();  // wt and sl are refilled by the next chunk
+    }
+#pragma unroll
+    for (int off = 16; off > 0; off /= 2) L += __shfl_xor_sync(0xffffffffu, L, off);
+    const int64_t orow = ((int64_t)b * C + i) * p.H_q + hq;
+    if (lanes) {
+      T *o = reinterpret_cast<T *>(p.o) + orow * p.dv + x;
+#pragma unroll
+      for (int e = 0; e < 4; e++) o[e] = from_f<T>(any ? acc[e] / L : 0.f);
+    }
+    if (lane == 0 && p.lse) p.lse[orow] = any ? M + logf(L) : -INFINITY;
+  }
+}
+
 // ---- tensor-core producer: up to 16 query rows per K/V head on mma.sync m16n8k16 ---------------
 // The query rows of one K/V head group (g * C <= 16, zero-padded to 16) are the M side of the MMA; each
 // of the 4 warps owns 16 keys of every 64-key tile and keeps its own online-softmax state (m, l in base
@@ -640,8 +743,8 @@ template <> __device__ __forceinline__ uint32_t pack2<__half>(float x, float y) 
   return *reinterpret_cast<uint32_t *>(&v);
 }
 
-template <typename T, int D_PAD>
-__global__ void __launch_bounds__(128, 3) decode_split_kv_producer_mma(const dkb_decode_params p) {
+template <typename T, int D_PAD, bool FUSED>
+__device__ __forceinline__ void producer_mma(const dkb_decode_params &p) {
   using K = MmaCfg<D_PAD>;
   constexpr int KS = D_PAD / 16;  // 16-wide k steps of q.k and 16-wide n steps of p.V
   extern __shared__ __align__(16) unsigned char smem[];
@@ -656,6 +759,7 @@ __global__ void __launch_bounds__(128, 3) decode_split_kv_producer_mma(const dkb
   __shared__ int64_t ring_t[K::ST];
   __shared__ int ring_c[K::ST];
   __shared__ int32_t pg_smem[kPageSmem];
+  __shared__ int row_flag;  // fused: this CTA is its group's last
   TilePipe<T, K::NTOK, K::CH, K::NT> pipe;
   pipe.init(p, tid, b, h, lo, hi, N, q_first, ring_t, ring_c, pg_smem);
   __syncthreads();
@@ -814,6 +918,17 @@ __global__ void __launch_bounds__(128, 3) decode_split_kv_producer_mma(const dkb
     }
     if (tid == 0) store_scalars(p, orow, srow, M, L, valid);
   }
+  if constexpr (FUSED) fused_combine<T, K::NT>(p, b, h, g, &row_flag, reinterpret_cast<float *>(stages));
+}
+
+template <typename T, int D_PAD>
+__global__ void __launch_bounds__(128, 3) decode_split_kv_producer_mma(const dkb_decode_params p) {
+  producer_mma<T, D_PAD, false>(p);
+}
+// The same producer whose last CTA per (request, K/V head) also merges that group's slots: one launch.
+template <typename T, int D_PAD>
+__global__ void __launch_bounds__(128, 3) decode_split_kv_fused_mma(const dkb_decode_params p) {
+  producer_mma<T, D_PAD, true>(p);
 }
 
 // ---- combine: exact merge of one request's slots for one (query row, query head) -------------------
@@ -821,18 +936,6 @@ __global__ void __launch_bounds__(128, 3) decode_split_kv_producer_mma(const dkb
 // and four dims per lane, from a compacted list of the slots that carry weight, so the loads of different
 // slots are independent. The order of every sum is fixed (slot order within a warp, warps in order):
 // the result is deterministic.
-template <typename WS> __device__ __forceinline__ void load4(const WS *p, float v[4]);
-template <> __device__ __forceinline__ void load4<float>(const float *p, float v[4]) {
-  const float4 x = *reinterpret_cast<const float4 *>(p);
-  v[0] = x.x; v[1] = x.y; v[2] = x.z; v[3] = x.w;
-}
-template <> __device__ __forceinline__ void load4<__nv_bfloat16>(const __nv_bfloat16 *p, float v[4]) {
-  const uint2 x = *reinterpret_cast<const uint2 *>(p);
-  const float2 a = __bfloat1622float2(*reinterpret_cast<const __nv_bfloat162 *>(&x.x));
-  const float2 c = __bfloat1622float2(*reinterpret_cast<const __nv_bfloat162 *>(&x.y));
-  v[0] = a.x; v[1] = a.y; v[2] = c.x; v[3] = c.y;
-}
-
 template <typename T, typename WS, int NT>
 __global__ void __launch_bounds__(NT) decode_split_kv_combine(const dkb_decode_params p) {
   constexpr int NW = NT / 32;
@@ -1011,12 +1114,16 @@ typedef void (*producer_fn)(const dkb_decode_params);
 struct Instance {
   producer_fn fn;
   int nt, smem, ntok;
+  producer_fn fused;  // the same producer merging the slots in its last CTA, or null
 };
+// Most slot rows (query rows x slots of one request) one fused CTA merges: a row's slots are read eight at
+// a time by one warp, so past this the separate combine kernel, which spreads a row over 8-32 warps, wins.
+constexpr int kFusedRowSlots = 256;
 
 template <typename T, int D, int R, int NT>
 Instance make() {
   using K = Cfg<T, D, R, NT>;
-  return Instance{decode_split_kv_producer<T, D, R, NT>, NT, K::SMEM, K::NTOK};
+  return Instance{decode_split_kv_producer<T, D, R, NT>, NT, K::SMEM, K::NTOK, nullptr};
 }
 
 int pad_dim(int d) { return d <= 64 ? 64 : d <= 128 ? 128 : d <= 256 ? 256 : 0; }
@@ -1046,7 +1153,7 @@ bool pick_rows_f32(int rb, Instance *out) {
 template <typename T, int D>
 Instance make_mma() {
   using K = MmaCfg<D>;
-  return Instance{decode_split_kv_producer_mma<T, D>, K::NT, K::SMEM, K::NTOK};
+  return Instance{decode_split_kv_producer_mma<T, D>, K::NT, K::SMEM, K::NTOK, decode_split_kv_fused_mma<T, D>};
 }
 
 bool pick(int dtype, int dk, int dv, int rows, Instance *out) {
@@ -1134,6 +1241,11 @@ extern "C" int dkb_decode_tile_tokens(int dtype, int dk, int dv, int rows) {
   return pick(dtype, dk, dv, rows, &in) ? in.ntok : 0;
 }
 
+extern "C" int dkb_decode_fused_ok(int dtype, int dk, int dv, int rows, int max_slots) {
+  Instance in;
+  return pick(dtype, dk, dv, rows, &in) && in.fused && max_slots > 1 && (int64_t)rows * max_slots <= kFusedRowSlots;
+}
+
 extern "C" int dkb_decode_occupancy(int dtype, int dk, int dv, int rows) {
   Instance in;
   if (!pick(dtype, dk, dv, rows, &in)) return 0;
@@ -1152,15 +1264,17 @@ extern "C" int dkb_decode_occupancy(int dtype, int dk, int dv, int rows) {
 extern "C" int dkb_decode_launch(const struct dkb_decode_params *p, void *stream) {
   Instance in;
   if (!pick(p->dtype, p->dk, p->dv, (p->H_q / p->H_kv) * p->C, &in)) return (int)cudaErrorInvalidValue;
+  if (p->fused && (p->direct || !in.fused || !p->combine_count)) return (int)cudaErrorInvalidValue;
+  const producer_fn fn = p->fused ? in.fused : in.fn;
   cudaStream_t st = (cudaStream_t)stream;
-  cudaError_t e = cudaFuncSetAttribute((const void *)in.fn, cudaFuncAttributeMaxDynamicSharedMemorySize, in.smem);
+  cudaError_t e = cudaFuncSetAttribute((const void *)fn, cudaFuncAttributeMaxDynamicSharedMemorySize, in.smem);
   if (e != cudaSuccess) return (int)e;
   if (p->n_items > 0) {
     dim3 grid((unsigned)p->n_items, (unsigned)p->H_kv);
-    in.fn<<<grid, in.nt, in.smem, st>>>(*p);
+    fn<<<grid, in.nt, in.smem, st>>>(*p);
     if ((e = cudaGetLastError()) != cudaSuccess) return (int)e;
   }
-  if (p->direct) return 0;
+  if (p->direct || p->fused) return 0;
   // Combine with programmatic dependent launch: its launch overlaps the producer's tail.
   cudaLaunchConfig_t cfg = {};
   cfg.gridDim = dim3((unsigned)(p->B * p->C * p->H_q));
@@ -1218,9 +1332,10 @@ extern "C" int dkb_decode_kernels(const struct dkb_decode_params *p, int family,
   }
   Instance in;
   if (!pick(p->dtype, p->dk, p->dv, (p->H_q / p->H_kv) * p->C, &in)) return -(int)cudaErrorInvalidValue;
-  if (n < cap && (rc = kernel_info((const void *)in.fn, 0, (size_t)in.smem, &out[n]))) return rc;
+  if (p->fused && !in.fused) return -(int)cudaErrorInvalidValue;
+  if (n < cap && (rc = kernel_info((const void *)(p->fused ? in.fused : in.fn), p->fused ? 4 : 0, (size_t)in.smem, &out[n]))) return rc;
   n++;
-  if (!p->direct && n < cap) {
+  if (!p->direct && !p->fused && n < cap) {
     if ((rc = kernel_info((const void *)pick_combine(*p).fn, 1, 0, &out[n]))) return rc;
     n++;
   }

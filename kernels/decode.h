@@ -68,6 +68,8 @@ struct dkb_decode_params {
   void *ws_u;                     /* MLU: u fp32; LSE_O: partial O */
   float *ws_m, *ws_l;             /* MLU: m (natural log units) and l; LSE_O: ws_m holds LSE */
   uint8_t *ws_valid;              /* [slot][H_q][C] */
+  int fused;                      /* 1: the producer's last CTA per (request, K/V head) merges the slots: no combine launch */
+  int *combine_count;             /* fused: [B][H_kv] arrival counters, zero before the call; the last CTA resets its own */
   /* append: rows [N_b - C, N_b) are new; written into the cache by dkb_append_launch */
   const void *k_new, *v_new;      /* [B][C][H_kv][dk] and [B][C][H_kv][dv] */
 };
@@ -82,7 +84,11 @@ int dkb_split_kv_supported(int dtype, int dk, int dv, int rows, char *why, size_
 int dkb_decode_tile_tokens(int dtype, int dk, int dv, int rows);
 /* Resident producer CTAs per SM of that instance on the current device (0 when it cannot be asked). */
 int dkb_decode_occupancy(int dtype, int dk, int dv, int rows);
-/* Launches the producer (and the combine kernel unless direct). 0 or a cudaError_t value. */
+/* 1 when the producer instance these parameters select merges the slots itself (fused combine) for a
+ * plan of at most max_slots slots per request: tensor-core instances, while one CTA's merge of rows *
+ * max_slots slot rows stays short (a long request split hundreds of ways keeps the combine kernel). */
+int dkb_decode_fused_ok(int dtype, int dk, int dv, int rows, int max_slots);
+/* Launches the producer (and the combine kernel unless direct or fused). 0 or a cudaError_t value. */
 int dkb_decode_launch(const struct dkb_decode_params *p, void *stream);
 /* The naive reference family: one CTA per (request, query row, query head), no split, any rows.
  * scratch must hold B * C * H_q * max(N_b) floats. */
@@ -97,7 +103,7 @@ struct dkb_kernel_info {
   const char *symbol;
   int binary_version, ptx_version, num_regs;
   size_t static_smem, dynamic_smem;
-  int role;  /* 0 producer, 1 combine, 2 naive, 3 append */
+  int role;  /* 0 producer, 1 combine, 2 naive, 3 append, 4 producer with fused combine */
 };
 int dkb_decode_kernels(const struct dkb_decode_params *p, int family, struct dkb_kernel_info *out, int cap);
 

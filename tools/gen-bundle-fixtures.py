@@ -99,7 +99,11 @@ SOURCES = [
          "                                         float *m, float *l, float *u, int n) {\n  /* partial softmax */\n}\n"),
         ("decode_split_kv_combine", "exact LSE merge of the split states into O",
          "template <int D>\n__global__ void decode_split_kv_combine(const float *m, const float *lu, __half *o, int n) {\n"
-         "  /* merge */\n}\n")]),
+         "  /* merge */\n}\n"),
+        ("decode_split_kv_fused", "the producer whose last CTA per (request, K/V head) merges the split states",
+         "template <int D>\n__global__ void decode_split_kv_fused(const __half *q, const __half *k, const __half *v,\n"
+         "                                      float *u, int *arrivals, __half *o, int n) {\n"
+         "  /* partial softmax; the last CTA to arrive merges */\n}\n")]),
 ]
 
 
@@ -188,6 +192,40 @@ PRODUCER = "_Z24decode_split_kv_producerILi128EEvPK6__halfS2_S2_PfS3_S3_i"
 COMBINE = "_Z23decode_split_kv_combineILi128EEvPKfS1_P6__halfi"
 
 
+FUSED = "_Z21decode_split_kv_fusedILi128EEvPK6__halfS2_S2_PfPiPS0_i"
+
+
+def trace_artifact(g, kernels):
+    return g.artifact("trace", {
+        "schema": "dkb.trace/v1", "profiler": "CUPTI 13.0", "nvtx_range": "dkb:decode:gqa-paged",
+        "records": [{"kind": "CONCURRENT_KERNEL", "name": k["symbol"], "correlation_id": 2 + i,
+                     "external_correlation_id": 1, "start_ns": 1000 + 20000 * i, "end_ns": 13000 + 20000 * i}
+                    for i, k in enumerate(kernels)]})
+
+
+def fused_bundle(g, base, launched):
+    """The base call run by a fused producer+combine kernel (0x03C) declared in the chain; `launched` is
+    what CUPTI saw."""
+    b = copy.deepcopy(base)
+    old = b["execution"]["trace"]["artifact"]
+    tr = trace_artifact(g, launched)
+    b["artifacts"] = [tr if a["name"] == old else a for a in b["artifacts"]]
+    b["execution"]["trace"] = ref(tr)
+    b["execution"]["kernels"] = launched
+    b["chain"]["nodes"].append({"id": "decode_split_kv_fused", "layer": "producer+combine",
+                                "path": "kernels/decode_split_kv.cu", "symbol": "decode_split_kv_fused"})
+    b["chain"]["edges"].append(["decode_launch", "decode_split_kv_fused"])
+    b["dispatch"]["required_kernels"] = [k["demangled"].split("<")[0].split()[-1] for k in launched]
+    b["loaded"]["kernel_binaries"] = [{"symbol": k["symbol"], "binary_version": 90, "ptx_version": 90} for k in launched]
+    refresh(b)
+    return b
+
+
+FUSED_KERNEL = {"symbol": FUSED, "demangled": "void decode_split_kv_fused<128>(__half const*, __half const*, __half const*, "
+                "float*, int*, __half*, int)", "launches": 1, "grid": [4, 8, 1], "block": [128, 1, 1],
+                "registers": 168, "shared_bytes": 73760}
+
+
 def base_bundle(g, files):
     arts = {}
     arts["loader_map"] = g.artifact("loader-map", {
@@ -218,11 +256,7 @@ def base_bundle(g, files):
         {"symbol": COMBINE, "demangled": "void decode_split_kv_combine<128>(float const*, float const*, __half*, int)",
          "launches": 1, "grid": [1, 32, 3], "block": [128, 1, 1], "registers": 40, "shared_bytes": 0},
     ]
-    arts["trace"] = g.artifact("trace", {
-        "schema": "dkb.trace/v1", "profiler": "CUPTI 13.0", "nvtx_range": "dkb:decode:gqa-paged",
-        "records": [{"kind": "CONCURRENT_KERNEL", "name": k["symbol"], "correlation_id": 2 + i,
-                     "external_correlation_id": 1, "start_ns": 1000 + 20000 * i, "end_ns": 13000 + 20000 * i}
-                    for i, k in enumerate(kernels)]})
+    arts["trace"] = trace_artifact(g, kernels)
     rng = random.Random(20261130)
     samples = [round(rng.gauss(12.5, 0.15), 3) for _ in range(40)]
     b = {
@@ -277,6 +311,8 @@ def base_bundle(g, files):
                 "stop_rule": {"rule": "at least 20 samples, stop when rel_stdev <= 0.05 or at 200", "min_samples": 20,
                               "max_samples": 200, "max_rel_stdev": 0.05, "met": True},
                 "l2_flush": False,
+                "repeat_check": {"rule": "outputs poisoned, the call run once more after the timed samples, O and LSE compared bitwise",
+                                 "after_samples": 40, "output_bitwise_equal": True},
                 "clocks_before": {"sm_mhz": 1980, "mem_mhz": 3201, "throttle_reasons": []},
                 "clocks_after": {"sm_mhz": 1980, "mem_mhz": 3201, "throttle_reasons": []}},
             "counters": [{"name": "dram__bytes_read.sum", "value": 9437184, "unit": "byte",
@@ -436,6 +472,15 @@ def promotions(g, base):
             [(5, "combine_kernel_not_observed", "/execution/kernels")] + over(4),
             "split_count 4 from a split-capable plan, but no combine kernel observed (0x0AC)", "0x0AC")
 
+    # A fused producer+combine kernel proves both the producer and the merge; declaring one does not.
+    b = fused_bundle(g, base, [FUSED_KERNEL])
+    g.write("synthetic.level6.fused-combine.bundle.json", b, 6, [],
+            "level 6 with split 4 merged by a fused producer+combine kernel (last CTA per group, 0x03C): no combine launch needed", "0x03C")
+    b = fused_bundle(g, base, [base["execution"]["kernels"][0]])
+    g.write("promotion.fused_node_declared_to_observed_merge.bundle.json", b, 4,
+            [(5, "combine_kernel_not_observed", "/execution/kernels")] + over(4),
+            "the chain declares a fused producer+combine kernel but only the plain producer ran with split 4: no merge observed", "0x0AC")
+
 
 # --------------------------------------------------------------------------------------------------
 # One fixture per reason id: a level-6 claim with exactly that requirement broken.
@@ -577,7 +622,7 @@ def requirements(g, base, arts):
     def _(b):
         b["source"]["files"].append({"path": "kernels/extra.cu", "sha256": sha256(b"extra")})
 
-    @req("source_symbol_duplicate", 0, [(1, "source_symbol_duplicate", "/source/files/4/symbols/2/name")], "a symbol listed twice")
+    @req("source_symbol_duplicate", 0, [(1, "source_symbol_duplicate", "/source/files/4/symbols/3/name")], "a symbol listed twice")
     def _(b):
         syms = b["source"]["files"][4]["symbols"]
         syms.append(copy.deepcopy(syms[0]))
@@ -968,6 +1013,11 @@ def requirements(g, base, arts):
     @req("timing_under_tracing", 5, [(6, "timing_under_tracing", "/measurement/timing/tracing")], "samples taken under CUPTI tracing")
     def _(b):
         b["measurement"]["timing"]["tracing"] = True
+
+    @req("timing_output_not_reproduced", 5, [(6, "timing_output_not_reproduced", "/measurement/timing/repeat_check/output_bitwise_equal")],
+         "the call after the timed samples wrote a different output (state kept between calls)")
+    def _(b):
+        b["measurement"]["timing"]["repeat_check"]["output_bitwise_equal"] = False
 
     @req("timing_warmup_missing", 5, [(6, "timing_warmup_missing", "/measurement/timing/warmup")], "no warm-up")
     def _(b):
