@@ -423,8 +423,8 @@ int runner_execute(struct decode_call *c, const struct run_opts *o, struct run_r
       json_t *samples = json_array();
       for (size_t i = 0; i < tm.n; i++) json_array_append_new(samples, json_real(tm.samples_us[i]));
       json_t *timing = json_pack("{s:b,s:s,s:i,s:o,s:o,s:{s:s,s:s,s:I,s:I,s:f,s:b,s:f,s:f,s:f},s:b}", "tracing", 0, "method",
-                                 to.graph ? "cudaEvent pair around each CUDA graph replay, synchronized"
-                                          : "cudaEvent pair around each call's launches, synchronized",
+                                 to.graph ? "cudaEvent pair around each CUDA graph replay, enqueued behind a stream-holding spin kernel and released together (GPU time, not host launch time), synchronized"
+                                          : "cudaEvent pair around each call's launches, enqueued behind a stream-holding spin kernel and released together (GPU time, not host launch time), synchronized",
                                  "warmup", to.warmup, "samples_us", samples, "summary", dkb_stats_json(&tm.stats),
                                  "stop_rule", "rule", "nvbench stdrel: relative stdev target after min samples and min time",
                                  "stopped_by", dkb_timing_stop_name(tm.stop), "min_samples",

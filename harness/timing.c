@@ -1,6 +1,7 @@
 /* timing.c - the timed pass and its stopping rule (see timing.h). */
 #include "timing.h"
 #include "device.h"
+#include "kernels/kernels.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -135,6 +136,8 @@ int dkb_timing_run(int device, const struct dkb_timing_opts *o, dkb_launch_fn la
   cudaGraph_t graph = NULL;
   cudaGraphExec_t exec = NULL;
   void *flush = NULL;
+  volatile int *hold = NULL;  /* host-mapped: [0] releases the held stream, [1] says the hold gave up */
+  int *hold_dev = NULL;
   struct dkb_stop_rule rule;
   size_t cap = 0;
   memset(out, 0, sizeof *out);
@@ -155,6 +158,8 @@ int dkb_timing_run(int device, const struct dkb_timing_opts *o, dkb_launch_fn la
     out->flush_bytes = 2LL * (l2 > 0 ? l2 : 1 << 20);
     DKB_CUDA_CHECK(err, cudaMalloc(&flush, (size_t)out->flush_bytes));
   }
+  DKB_CUDA_CHECK(err, cudaHostAlloc((void **)&hold, 2 * sizeof(int), cudaHostAllocMapped));
+  DKB_CUDA_CHECK(err, cudaHostGetDevicePointer((void **)&hold_dev, (void *)hold, 0));
   if (o->graph) {
     DKB_CUDA_CHECK(err, cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal));
     capturing = 1;
@@ -173,11 +178,24 @@ int dkb_timing_run(int device, const struct dkb_timing_opts *o, dkb_launch_fn la
   double t0 = now_s();
   for (;;) {
     if (flush) DKB_CUDA_CHECK(err, cudaMemsetAsync(flush, 0, (size_t)out->flush_bytes, s));
+    /* Hold the stream while the events and the call are enqueued (nvbench's blocking kernel): the
+     * interval then holds the GPU's work, not the host's launch calls. */
+    hold[0] = hold[1] = 0;
+    __atomic_thread_fence(__ATOMIC_SEQ_CST);
+    DKB_CUDA_CHECK(err, dkb_hold_stream(hold_dev, DKB_TIMING_HOLD_NS, s));
     DKB_CUDA_CHECK(err, cudaEventRecord(start, s));
     if (exec) DKB_CUDA_CHECK(err, cudaGraphLaunch(exec, s));
     else DKB_CUDA_CHECK(err, launch(arg, s));
     DKB_CUDA_CHECK(err, cudaEventRecord(stop, s));
+    __atomic_thread_fence(__ATOMIC_SEQ_CST);
+    hold[0] = 1;
     DKB_CUDA_CHECK(err, cudaEventSynchronize(stop));
+    if (hold[1]) {
+      dkb_err_set(err, DKB_ENV, NULL, NULL,
+                  "timing: the stream hold gave up after %.1f s before the host had enqueued sample %zu: its interval would "
+                  "include host time", DKB_TIMING_HOLD_NS * 1e-9, out->n + 1);
+      goto cleanup;
+    }
     float ms = 0;
     DKB_CUDA_CHECK(err, cudaEventElapsedTime(&ms, start, stop));
     if (out->n == cap) {
@@ -203,6 +221,7 @@ cleanup:
   if (exec) cudaGraphExecDestroy(exec);
   if (graph) cudaGraphDestroy(graph);
   if (flush) cudaFree(flush);
+  if (hold) cudaFreeHost((void *)hold);
   if (start) cudaEventDestroy(start);
   if (stop) cudaEventDestroy(stop);
   if (own) cudaStreamDestroy(own);
@@ -243,8 +262,8 @@ json_t *dkb_timing_json(const struct dkb_timing *t, struct dkb_err *err) {
       dkb_stats_json(&t->stats), "stop_reason", dkb_timing_stop_name(t->stop), "final_noise", t->final_noise, "rule",
       rule, "warmup", o->warmup, "cold", o->cold, "l2_flush_bytes", (json_int_t)t->flush_bytes, "graph", o->graph,
       "timed_interval",
-      o->graph ? "cudaEventRecord(start) .. cudaGraphLaunch of one captured call .. cudaEventRecord(stop), one stream"
-               : "cudaEventRecord(start) .. one call's launches .. cudaEventRecord(stop), one stream",
+      o->graph ? "stream held by a spin kernel; cudaEventRecord(start) .. cudaGraphLaunch of one captured call .. cudaEventRecord(stop) enqueued behind it, then released: GPU time only, one stream"
+               : "stream held by a spin kernel; cudaEventRecord(start) .. one call's launches .. cudaEventRecord(stop) enqueued behind it, then released: GPU time only, one stream",
       "synchronization", "cudaEventSynchronize(stop) after every sample; L2 flush (cold) before start, outside the events",
       "wall_s", t->wall_s);
 }

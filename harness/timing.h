@@ -22,6 +22,11 @@
 #include "oracles/stats.h"
 
 #define DKB_TIMING_MIN_SAMPLES 20 /* the article's floor of positive raw samples */
+/* Each sample's start event, call and stop event are enqueued behind a spin kernel that holds the
+ * stream (kernels/hold.cu) and then released together, as nvbench does: the interval is the GPU's time
+ * for the call, without the host's launch calls (which a GPU that idles between the start event and
+ * the first kernel would otherwise count). The hold gives up after this long: the pass then fails. */
+#define DKB_TIMING_HOLD_NS 1000000000ULL
 
 struct dkb_timing_opts {
   int warmup;          /* launches (or graph replays) before the first sample */

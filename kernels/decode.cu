@@ -592,8 +592,10 @@ __global__ void __launch_bounds__(NT) decode_split_kv_producer(const dkb_decode_
 }
 
 // ---- fused combine: the last CTA of a (request, K/V head) group merges the group's slots (0x03C) -----
-// Saves the combine launch and its dependent-load chain, which cost 5-10 us per call on the H200. Every
-// producer CTA publishes its slot (stores, __threadfence) and then counts itself in; the CTA whose count
+// One launch instead of two. Measured on the H200 against the PDL-launched combine kernel: equal within
+// noise at 2-29 slots per request, 1.5-2 us faster on the split-2 sliding-window call; a first version
+// that re-read the slot scalars per pass and fenced every thread was 2 us slower at 7-29 slots. Every
+// producer CTA publishes its slot (stores, barrier, one release) and then counts itself in; the CTA whose count
 // completes the request's slots reads them back from L2 (ld.cg: L1 is not coherent across SMs), writes O
 // and LSE and resets the counter for the next call (graph replay needs no memset). One warp per query
 // row, four dims per lane (d_v <= 128), slots summed in slot order whichever CTA is last: deterministic.
@@ -632,17 +634,18 @@ template <typename T, int NT>
 __device__ void fused_combine(const dkb_decode_params &p, int b, int h, int g, int *last, float *scratch) {
   const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
   const int s0 = p.slot_indptr[b], s1 = p.slot_indptr[b + 1];
-  __threadfence();  // this thread's slot stores are visible device-wide before the CTA counts itself in
+  // The CTA's slot stores are ordered before thread 0's release by the barrier (PTX release is
+  // cumulative); the last CTA's acquire orders its reads after every other CTA's stores. One acq_rel
+  // atomic per CTA, not a sequentially consistent fence per thread.
   __syncthreads();
   if (tid == 0) {
-    int *ctr = p.combine_count + (int64_t)b * p.H_kv + h;
-    const int prev = atomicAdd(ctr, 1);
+    int *ctr = p.combine_count + (int64_t)b * p.H_kv + h, prev;
+    asm volatile("atom.add.acq_rel.gpu.global.s32 %0, [%1], 1;\n" : "=r"(prev) : "l"(ctr) : "memory");
     *last = prev == s1 - s0 - 1;
     if (*last) *ctr = 0;  // every CTA of the group has counted: nothing touches it again this call
   }
   __syncthreads();
   if (!*last) return;
-  __threadfence();
   const int C = p.C, R = g * C, bf16 = p.abi == DKB_ABI_LSE_O && p.ws_o_dtype == DKB_KDT_BF16;
   const bool mlu = p.abi == DKB_ABI_MLU, lanes = lane * 4 < p.dv;
   const int x = lanes ? lane * 4 : 0;  // a lane past d_v reads lane 0's dims and stores nothing
@@ -653,33 +656,34 @@ __device__ void fused_combine(const dkb_decode_params &p, int b, int h, int g, i
   for (int row = warp; row < R; row += NT / 32) {
     const int j = row / C, i = row % C, hq = h * g + j;
     const int64_t r0 = (int64_t)hq * C + i;
-    // The frame is the largest m (MLU) or LSE (LSE_O) among VALID slots only (0x02C).
-    float M = -INFINITY;
-    for (int s = s0 + lane; s < s1; s += 32)
-      if (__ldcg(p.ws_valid + r0 + s * rs)) M = fmaxf(M, __ldcg(p.ws_m + r0 + s * rs));
+    // Lane k holds slot s0 + k (a fused plan has at most 32 slots per request): validity, m and l are
+    // loaded together, one round trip, and used only where valid. The frame is the largest m (MLU) or
+    // LSE (LSE_O) among VALID slots only (0x02C).
+    const int s = s0 + lane;
+    bool v = false;
+    float ms = -INFINITY, ls = 0.f;
+    if (s < s1) {
+      v = __ldcg(p.ws_valid + r0 + s * rs);
+      ms = __ldcg(p.ws_m + r0 + s * rs);
+      if (mlu) ls = __ldcg(p.ws_l + r0 + s * rs);
+    }
+    float M = v ? ms : -INFINITY;
 #pragma unroll
     for (int off = 16; off > 0; off /= 2) M = fmaxf(M, __shfl_xor_sync(0xffffffffu, M, off));
     const bool any = M != -INFINITY;
-    float L = 0.f, acc[4] = {0.f, 0.f, 0.f, 0.f};
-    for (int c0 = s0; c0 < s1 && any; c0 += 32) {
-      const int s = c0 + lane;
-      float w = 0.f;
-      if (s < s1 && __ldcg(p.ws_valid + r0 + s * rs)) {
-        w = expf(__ldcg(p.ws_m + r0 + s * rs) - M);
-        L += mlu ? __ldcg(p.ws_l + r0 + s * rs) * w : w;
-      }
-      // compact the weighted slots in slot order: an invalid (or negligible) slot's payload is not read
-      const unsigned bal = __ballot_sync(0xffffffffu, w != 0.f);
-      if (w != 0.f) {
-        const int at = __popc(bal & ((1u << lane) - 1u));
-        wt[at] = w;
-        sl[at] = s;
-      }
-      __syncwarp();
-      if (bf16) sum_slots<__nv_bfloat16>(p.ws_u, r0 * p.dv, rs * p.dv, x, wt, sl, __popc(bal), acc);
-      else sum_slots<float>(p.ws_u, r0 * p.dv, rs * p.dv, x, wt, sl, __popc(bal), acc);
-      __syncwarp();  // wt and sl are refilled by the next chunk
+    const float w = v && any ? expf(ms - M) : 0.f;
+    float L = mlu ? ls * w : w, acc[4] = {0.f, 0.f, 0.f, 0.f};
+    // compact the weighted slots in slot order: an invalid (or negligible) slot's payload is not read
+    const unsigned bal = __ballot_sync(0xffffffffu, w != 0.f);
+    if (w != 0.f) {
+      const int at = __popc(bal & ((1u << lane) - 1u));
+      wt[at] = w;
+      sl[at] = s;
     }
+    __syncwarp();
+    if (bf16) sum_slots<__nv_bfloat16>(p.ws_u, r0 * p.dv, rs * p.dv, x, wt, sl, __popc(bal), acc);
+    else sum_slots<float>(p.ws_u, r0 * p.dv, rs * p.dv, x, wt, sl, __popc(bal), acc);
+    __syncwarp();  // wt and sl are refilled by the next row
 #pragma unroll
     for (int off = 16; off > 0; off /= 2) L += __shfl_xor_sync(0xffffffffu, L, off);
     const int64_t orow = ((int64_t)b * C + i) * p.H_q + hq;
@@ -701,7 +705,9 @@ __device__ void fused_combine(const dkb_decode_params &p, int b, int h, int g, i
 // reads are free of bank conflicts.
 // Occupancy beats pipeline depth here (measured on the H200, B16 T8192: 0.73 -> 0.83 of the roofline):
 // two 32 KB stages, Q fragments re-read from shared memory each tile and at most 168 registers give 3
-// CTAs (12 warps) per SM, where three stages and Q in registers gave 2.
+// CTAs (12 warps) per SM, where three stages and Q in registers gave 2. Measured again with the final
+// planner (at most 2 CTAs per SM filled): three stages at 2 CTAs per SM lose on every shape (B16 T8192
+// 0.73 vs 0.86, B4 T4096 0.38 vs 0.44, ragged 0.67 vs 0.76).
 template <int D_PAD>
 struct MmaCfg {
   static constexpr int NT = 128, NW = 4, NTOK = 64, ROWS = 16, CH = D_PAD / 8, ST = 2;
@@ -1243,7 +1249,8 @@ extern "C" int dkb_decode_tile_tokens(int dtype, int dk, int dv, int rows) {
 
 extern "C" int dkb_decode_fused_ok(int dtype, int dk, int dv, int rows, int max_slots) {
   Instance in;
-  return pick(dtype, dk, dv, rows, &in) && in.fused && max_slots > 1 && (int64_t)rows * max_slots <= kFusedRowSlots;
+  return pick(dtype, dk, dv, rows, &in) && in.fused && max_slots > 1 && max_slots <= 32 &&
+         (int64_t)rows * max_slots <= kFusedRowSlots;
 }
 
 extern "C" int dkb_decode_occupancy(int dtype, int dk, int dv, int rows) {

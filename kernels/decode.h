@@ -86,7 +86,8 @@ int dkb_decode_tile_tokens(int dtype, int dk, int dv, int rows);
 int dkb_decode_occupancy(int dtype, int dk, int dv, int rows);
 /* 1 when the producer instance these parameters select merges the slots itself (fused combine) for a
  * plan of at most max_slots slots per request: tensor-core instances, while one CTA's merge of rows *
- * max_slots slot rows stays short (a long request split hundreds of ways keeps the combine kernel). */
+ * max_slots slot rows stays short and max_slots <= 32 (a long request split hundreds of ways keeps the
+ * combine kernel). */
 int dkb_decode_fused_ok(int dtype, int dk, int dv, int rows, int max_slots);
 /* Launches the producer (and the combine kernel unless direct or fused). 0 or a cudaError_t value. */
 int dkb_decode_launch(const struct dkb_decode_params *p, void *stream);

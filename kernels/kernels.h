@@ -17,6 +17,10 @@ int dkb_roofline_read(const void *src, size_t n16, float *sink, int grid, void *
 /* Names of the kernel symbols roofline.cu defines, for matching CUPTI records. */
 extern const char *const dkb_roofline_symbol;
 
+/* Stream hold (hold.cu): one thread spins until flag_dev[0] != 0, or sets flag_dev[1] and returns after
+ * timeout_ns. flag_dev is the device address of host-mapped memory the host writes. */
+int dkb_hold_stream(volatile int *flag_dev, unsigned long long timeout_ns, void *stream);
+
 #ifdef __cplusplus
 }
 #endif
