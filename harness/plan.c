@@ -2,9 +2,9 @@
 #include "plan.h"
 #include "kernels/decode.h"
 #include "oracles/dtype.h"
-#include "oracles/schedule.h"
 #include "oracles/split_state.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -78,6 +78,25 @@ static void cut(struct builder *bl, int b, const struct range *r, int nr, int64_
 
 enum { kPlanWaveCtasPerSm = 2 };
 
+/* A CTA's fixed cost in tile times: the prologue of dependent loads (item, length, page list, first
+ * copy), the warp merge and the state store, and the merge of its slot. Fitted on the H200 (bf16,
+ * d = 128): at B4 T4096 a second wave of 4-tile CTAs (split 16, 36.7 us) costs 8 us more than one wave
+ * of 8-tile CTAs (split 8, 28.6 us) at 0.9 us per tile, about 9 tiles. */
+enum { kPlanCtaCostTiles = 9 };
+
+int plan_auto_splits(int64_t blocks, int slots, int64_t kv_tiles, int max_splits) {
+  if (blocks < 1 || slots < 1 || kv_tiles < 1 || max_splits < 1) return -1;
+  /* enough (request, K/V head) blocks to fill most of a wave unsplit: FlashAttention-2's early exit */
+  if (blocks * 5 >= (int64_t)slots * 4) return 1;
+  int64_t cap = max_splits < kv_tiles ? max_splits : kv_tiles, best = 0;
+  int best_s = 1;
+  for (int64_t s = 1; s <= cap; s++) {
+    const int64_t waves = (blocks * s + slots - 1) / slots, cost = waves * ((kv_tiles + s - 1) / s + kPlanCtaCostTiles);
+    if (s == 1 || cost < best) { best = cost; best_s = (int)s; }  /* ties keep the smaller split */
+  }
+  return best_s;
+}
+
 int plan_build(const struct decode_call *c, const struct decode_inputs *in, const struct plan_opts *o,
                struct decode_plan *p, struct dkb_err *err) {
   memset(p, 0, sizeof *p);
@@ -102,13 +121,12 @@ int plan_build(const struct decode_call *c, const struct decode_inputs *in, cons
     p->splits = 0;  /* per request below */
     break;
   default: {
-    /* FlashAttention-2's heuristic (oracles/schedule.h) over the batch's work expressed as B_eff
-     * requests as long as the longest one: for a uniform batch B_eff = B and this is FA2's rule; for
-     * a ragged batch the long requests get S splits and shorter ones proportionally fewer, so every
-     * item holds at most ceil(max_tiles / S) tiles and the work is balanced across CTAs.
-     * The wave it fills counts at most 2 CTAs per SM even where 3 are resident: the third hides latency,
-     * but splitting the work to fill it costs more (combine, per-CTA prologue) than it gains (H200:
-     * B16 T8192 split 2 0.851 of the roofline vs 3 0.826; B8 T16384 MHA split 1 0.967 vs 3 0.922). */
+    /* The batch's work expressed as B_eff requests as long as the longest one (for a uniform batch
+     * B_eff = B); a ragged batch gives the long requests S pieces and shorter ones proportionally
+     * fewer, so every item holds at most ceil(max_tiles / S) tiles and the work is balanced across CTAs.
+     * The wave counts at most 2 CTAs per SM even where 3 are resident: the third hides latency, but
+     * splitting the work to fill it costs more (combine, per-CTA prologue) than it gains (H200: B16
+     * T8192 split 2 0.851 of the roofline vs 3 0.826; B8 T16384 MHA split 1 0.967 vs 3 0.922). */
     int sms = o->sm_count > 0 ? o->sm_count : 132;
     int per = o->ctas_per_sm > 0 && o->ctas_per_sm < kPlanWaveCtasPerSm ? o->ctas_per_sm : kPlanWaveCtasPerSm;
     int64_t total = 0;
@@ -116,13 +134,13 @@ int plan_build(const struct decode_call *c, const struct decode_inputs *in, cons
       for (int i = 0; i < nr[b]; i++) total += (rs[b][i].e - rs[b][i].a + T - 1) / T;
     int64_t b_eff = max_tiles > 0 ? (total + max_tiles - 1) / max_tiles : c->B;
     p->heuristic_sms = sms * per;
-    int s = sched_fa2_num_splits((long long)(b_eff > 0 ? b_eff : 1) * c->H_kv, p->heuristic_sms,
-                                 max_tiles > 0 ? (int)max_tiles : 1, c->max_splits, NULL);
+    int s = plan_auto_splits((b_eff > 0 ? b_eff : 1) * c->H_kv, p->heuristic_sms, max_tiles > 0 ? max_tiles : 1,
+                             c->max_splits);
     if (s < 1) {
       free(nr);
       for (int b = 0; b < c->B; b++) free(rs[b]);
       free(rs);
-      return dkb_err_set(err, DKB_INTERNAL, c->file, "/split", "split heuristic rejected its arguments");
+      return dkb_err_set(err, DKB_INTERNAL, c->file, "/split", "split rule rejected its arguments");
     }
     p->splits = s;
     p->capacity = s;
@@ -197,6 +215,9 @@ json_t *plan_json(const struct decode_call *c, const struct decode_plan *p) {
   json_object_set_new(j, "item_table_truncated", json_boolean(shown < p->n_items));
   json_object_set_new(j, "combine", json_string(plan_combine_name(p)));
   if (c->split_policy == SPLIT_AUTO) {
+    char rule[96];
+    snprintf(rule, sizeof rule, "wave model: min over s of ceil(blocks*s/slots) * (ceil(tiles/s) + %d)", kPlanCtaCostTiles);
+    json_object_set_new(j, "split_rule", json_string(rule));
     json_object_set_new(j, "heuristic_sms", json_integer(p->heuristic_sms));
     json_object_set_new(j, "chunk_tiles", json_integer(p->chunk_tiles));
   }

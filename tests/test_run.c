@@ -120,6 +120,21 @@ static void plan_items_cover_visible_keys_exactly(void **s) {
   }
 }
 
+/* The auto split count minimizes waves(s) * (ceil(tiles / s) + 9 tiles of fixed CTA cost), ties to the
+ * smaller s, with 264 CTA slots (132 SMs x 2). */
+static void auto_split_minimizes_the_wave_model(void **s) {
+  (void)s;
+  assert_int_equal(plan_auto_splits(32, 264, 64, 1024), 8);     /* B4 T4096 H_kv 8: one full wave of 8-tile CTAs */
+  assert_int_equal(plan_auto_splits(128, 264, 128, 1024), 2);   /* B16 T8192: a second wave costs more than it saves */
+  assert_int_equal(plan_auto_splits(256, 264, 256, 1024), 1);   /* B8 MHA: the blocks fill the wave unsplit */
+  assert_int_equal(plan_auto_splits(8, 264, 512, 1024), 32);    /* B1 T32768: 16 tiles at 32 or 33 pieces: 32 */
+  assert_int_equal(plan_auto_splits(1, 264, 2048, 1024), 256);  /* B1 T131072 H_kv 1: 8 tiles per CTA */
+  assert_int_equal(plan_auto_splits(1, 264, 2048, 100), 98);    /* capped: 21 tiles from s = 98 on */
+  assert_int_equal(plan_auto_splits(3, 264, 1, 1024), 1);       /* one tile cannot be split */
+  assert_int_equal(plan_auto_splits(0, 264, 64, 8), -1);
+  assert_int_equal(plan_auto_splits(4, 0, 64, 8), -1);
+}
+
 static void run_without_gpu_stops_at_level_2_with_reason(void **s) {
   (void)s;
   char why[256];
@@ -283,7 +298,7 @@ static void gpu_split_k_agrees_with_split_1(void **s) {
 
 DKB_TEST_GROUP(run, cmocka_unit_test(decode_fixtures_are_schema_valid_and_load),
                cmocka_unit_test(malformed_decode_fixtures_name_pointer_and_reason),
-               cmocka_unit_test(plan_items_cover_visible_keys_exactly),
+               cmocka_unit_test(plan_items_cover_visible_keys_exactly), cmocka_unit_test(auto_split_minimizes_the_wave_model),
                cmocka_unit_test(run_without_gpu_stops_at_level_2_with_reason),
                cmocka_unit_test(dumps_recompute_in_numpy_to_1e12), cmocka_unit_test(bench_writes_table_csv_json_and_svg),
                cmocka_unit_test(split_policy_does_not_change_the_reference),
