@@ -14,15 +14,16 @@
 
 static void quiet_progress(void *ctx, const char *stage, const char *detail) { (void)ctx; (void)stage; (void)detail; }
 
-/* usage: dkb bench [FIXTURE... | --matrix FILE] [-o DIR] [--graph] [--cold] [--max-time S] [--no-roofline] */
+/* usage: dkb bench [FIXTURE... | --matrix FILE] [-o DIR] [--graph] [--cold] [--max-time S] [--no-roofline]
+ *                  [--require-targets] */
 int cmd_bench(int argc, char **argv) {
-  enum { O_MATRIX = 256, O_GRAPH, O_COLD, O_TIME, O_NOROOF };
+  enum { O_MATRIX = 256, O_GRAPH, O_COLD, O_TIME, O_NOROOF, O_REQ };
   static const struct option opts[] = {{"matrix", required_argument, NULL, O_MATRIX}, {"output", required_argument, NULL, 'o'},
                                        {"graph", no_argument, NULL, O_GRAPH}, {"cold", no_argument, NULL, O_COLD},
                                        {"max-time", required_argument, NULL, O_TIME}, {"no-roofline", no_argument, NULL, O_NOROOF},
-                                       {NULL, 0, NULL, 0}};
+                                       {"require-targets", no_argument, NULL, O_REQ}, {NULL, 0, NULL, 0}};
   const char *matrix = NULL, *out = "bench-out";
-  int graph = 0, cold = 0, roof = 1, c;
+  int graph = 0, cold = 0, roof = 1, require = 0, c;
   double max_time = 2.0;
   while ((c = getopt_long(argc, argv, ":o:", opts, NULL)) != -1) {
     switch (c) {
@@ -31,6 +32,7 @@ int cmd_bench(int argc, char **argv) {
     case O_GRAPH: graph = 1; break;
     case O_COLD: cold = 1; break;
     case O_NOROOF: roof = 0; break;
+    case O_REQ: require = 1; break;
     case O_TIME: {
       char *end;
       max_time = strtod(optarg, &end);
@@ -139,8 +141,35 @@ int cmd_bench(int argc, char **argv) {
       printf("auto vs best forced: %-34s auto %.2f us (split %d), best split %d %.2f us: %+.1f%%\n", a->name, a->median_us,
              a->splits, best_s, best, 100 * (a->median_us / best - 1));
   }
-  if (bench_write(out, &m, &r, argc, argv, &err)) rc = cmd_report_err(&err);
+  /* the matrix's targets, judged on level-6 results only */
+  struct bench_verdict *v = calloc((size_t)(3 * m.n + 1), sizeof *v);
+  const int nv = bench_judge(&m, &r, v, 3 * m.n + 1);
+  int missed = 0, unmeasured = 0;
+  for (int i = 0; i < nv; i++) {
+    if (!i) printf("targets (%s):\n", matrix);
+    const char *got = "";
+    char gb[48];
+    if (v[i].state != BENCH_NOT_MEASURED) {
+      snprintf(gb, sizeof gb, strstr(v[i].what, "within") ? "%+.1f%%" : "%.3f", v[i].got);
+      got = gb;
+    }
+    printf("  %-7s %-34s %s%s%s\n", v[i].state == BENCH_MET ? "met" : v[i].state == BENCH_MISSED ? "MISSED" : "unknown",
+           m.cases[v[i].case_index].name, v[i].what, *got ? ": " : " (no level-6 measurement)", got);
+    missed += v[i].state == BENCH_MISSED;
+    unmeasured += v[i].state == BENCH_NOT_MEASURED;
+  }
+  if (nv) printf("targets: %d met, %d missed, %d not measured\n", nv - missed - unmeasured, missed, unmeasured);
+  if (bench_write(out, &m, &r, v, nv, argc, argv, &err)) rc = cmd_report_err(&err);
   else printf("wrote %s/bench.json, %s/bench.csv, %s/roofline-fraction.svg\n", out, out, out);
+  free(v);
   bench_matrix_release(&m);
+  if (rc == DKB_OK && require && missed) {
+    fprintf(stderr, "dkb: error: %d of %d bench targets missed\n", missed, nv);
+    return DKB_FAIL;
+  }
+  if (rc == DKB_OK && require && unmeasured) {
+    fprintf(stderr, "dkb: error: %d of %d bench targets could not be measured on this host\n", unmeasured, nv);
+    return DKB_ENV;
+  }
   return rc;
 }

@@ -69,7 +69,8 @@ static const struct command COMMANDS[] = {
      "  --quiet              no progress lines on stderr\n\n"
      "Exit 0 when the run completed, 1 when correctness failed, 3 on a malformed fixture, 4 when\n"
      "--require-level asks for more than this host can give.\n"},
-    {"bench", cmd_bench, "dkb bench [FIXTURE... | --matrix FILE] [-o DIR] [--graph] [--cold] [--max-time S] [--no-roofline]",
+    {"bench", cmd_bench,
+     "dkb bench [FIXTURE... | --matrix FILE] [-o DIR] [--graph] [--cold] [--max-time S] [--no-roofline] [--require-targets]",
      "sweep decode calls against the streaming-read roofline",
      "Runs each case (a decode fixture, or every fixture x split variant of a dkb.bench-matrix/v1 file)\n"
      "through the same runner as `dkb run` (each case writes a graded bundle under DIR/cases/), and\n"
@@ -77,14 +78,18 @@ static const struct command COMMANDS[] = {
      "the same device. Prints median time, achieved bandwidth = (unique K/V + Q + O bytes) / median\n"
      "(decimal TB/s), the fraction of the roofline, the split count, and for masked calls the bandwidth\n"
      "over the K/V of visible tiles; compares auto with the best forced split count of each fixture;\n"
+     "judges the matrix's targets (a case's \"target\": roofline_fraction and visible_roofline_fraction\n"
+     "floors, within_pct_of another fixture's median; the matrix's auto_within_pct) on level-6 results;\n"
      "writes DIR/bench.json, DIR/bench.csv and DIR/roofline-fraction.svg.\n\n"
      "  --matrix FILE   the sweep (fixture paths relative to FILE; splits: [\"auto\", 1, 2, ...])\n"
      "  -o, --output DIR  output folder (default bench-out)\n"
      "  --graph         time CUDA graph replays (graph mode becomes part of every call key)\n"
      "  --cold          flush L2 before every sample\n"
      "  --max-time S    sampling limit per case (default 2)\n"
-     "  --no-roofline   skip the roofline measurement\n\n"
-     "Exit 0, 1 when a case fails correctness, 3 on a malformed matrix or fixture.\n"},
+     "  --no-roofline   skip the roofline measurement\n"
+     "  --require-targets  fail when a target is missed (exit 1) or cannot be measured here (exit 4)\n\n"
+     "Exit 0, 1 when a case fails correctness (or, with --require-targets, misses a target), 3 on a\n"
+     "malformed matrix or fixture, 4 when --require-targets meets a target this host cannot measure.\n"},
     {"validate", cmd_validate,
      "dkb validate BUNDLE... [--require-level N] [--json] [--source-root DIR] [--allow-synthetic] [--list-reasons]",
      "grade evidence bundles on the six-level ladder (the CI gate)",

@@ -16,6 +16,7 @@
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <stdarg.h>
 #include <string.h>
 
 #include <cuda_runtime_api.h>
@@ -51,6 +52,54 @@ static void push(struct bench_matrix *m, const char *fixture, int splits) {
   memset(bc, 0, sizeof *bc);
   snprintf(bc->fixture, sizeof bc->fixture, "%s", fixture);
   bc->forced_splits = splits;
+  bc->within_ref = -1;
+}
+
+/* A fixture path of the matrix: relative to the matrix file's folder unless absolute. */
+static void matrix_path(char *out, size_t n, const char *base, const char *fx) {
+  if (fx[0] == '/') snprintf(out, n, "%s", fx);
+  else snprintf(out, n, "%s/%s", base, fx);
+}
+
+/* The auto (own-policy) case of a fixture, or -1. */
+static int auto_case(const struct bench_matrix *m, const char *fixture) {
+  for (int i = 0; i < m->n; i++)
+    if (!m->cases[i].forced_splits && !strcmp(m->cases[i].fixture, fixture)) return i;
+  return -1;
+}
+
+/* "target": {"roofline_fraction": F, "visible_roofline_fraction": F, "within_pct_of": {"fixture", "pct"}} of
+ * entry p, applied to its auto case. */
+static int load_target(struct jr *r, const json_t *cj, const char *p, const char *base, struct bench_matrix *m, int ai) {
+  const json_t *t = json_object_get(cj, "target");
+  if (!t) return 0;
+  char q[DKB_PTR_MAX];
+  jr_ptr_key(q, p, "target");
+  static const char *const topt[] = {"roofline_fraction", "visible_roofline_fraction", "within_pct_of", NULL};
+  if (!json_is_object(t) || !json_object_size(t)) return jr_fail(r, q, NULL, "must be an object with at least one target");
+  if (ai < 0) return jr_fail(r, q, NULL, "needs the entry's \"auto\" case: a target judges the fixture's own split policy");
+  if (jr_keys(r, t, q, NULL, topt)) return -1;
+  struct bench_case *bc = &m->cases[ai];
+  if (jr_num(r, t, q, "roofline_fraction", 0, 1e-9, 2, &bc->want_frac) ||
+      jr_num(r, t, q, "visible_roofline_fraction", 0, 1e-9, 2, &bc->want_visible_frac))
+    return -1;
+  const json_t *w = json_object_get(t, "within_pct_of");
+  if (w) {
+    char wq[DKB_PTR_MAX];
+    jr_ptr_key(wq, q, "within_pct_of");
+    static const char *const wreq[] = {"fixture", "pct", NULL};
+    const char *fx = NULL;
+    if (jr_keys(r, w, wq, wreq, NULL) || jr_str(r, w, wq, "fixture", 1, &fx) || jr_num(r, w, wq, "pct", 1, 0, 100, &bc->within_pct))
+      return -1;
+    char full[4700];
+    matrix_path(full, sizeof full, base, fx);
+    bc->within_ref = auto_case(m, full);
+    char fq[DKB_PTR_MAX];
+    jr_ptr_key(fq, wq, "fixture");
+    if (bc->within_ref < 0) return jr_fail(r, fq, NULL, "'%s' has no \"auto\" case earlier in the matrix", fx);
+    if (bc->within_ref == ai) return jr_fail(r, fq, NULL, "a case cannot be its own reference");
+  }
+  return 0;
 }
 
 int bench_matrix_from_fixtures(char **paths, int n, struct bench_matrix *m, struct dkb_err *err) {
@@ -69,7 +118,8 @@ int bench_matrix_load(const char *path, struct bench_matrix *m, struct dkb_err *
   json_t *doc = jr_load_file(path, err);
   if (!doc) return -1;
   struct jr r = {.file = path, .err = err, .code = DKB_INPUT};
-  static const char *const req[] = {"schema", "name", "cases", NULL}, *const opt[] = {"description", "roofline_bytes", NULL};
+  static const char *const req[] = {"schema", "name", "cases", NULL},
+                           *const opt[] = {"description", "roofline_bytes", "auto_within_pct", NULL};
   const char *schema = NULL, *name = NULL;
   long long rb = 4LL << 30;
   char dir[4096];
@@ -80,18 +130,20 @@ int bench_matrix_load(const char *path, struct bench_matrix *m, struct dkb_err *
   if (jr_str(&r, doc, "", "name", 1, &name) || jr_int(&r, doc, "", "roofline_bytes", 0, 4LL << 30, 1LL << 40, &rb)) goto fail;
   snprintf(m->name, sizeof m->name, "%s", name);
   m->roofline_bytes = rb;
+  if (jr_num(&r, doc, "", "auto_within_pct", 0, 0, 100, &m->auto_within_pct)) goto fail;
   const json_t *cases = jr_get(&r, doc, "", "cases", 1, JSON_ARRAY);
   if (!cases) goto fail;
   for (size_t i = 0; i < json_array_size(cases); i++) {
     char p[DKB_PTR_MAX];
     jr_ptr_idx(p, "/cases", i);
     const json_t *cj = json_array_get(cases, i);
-    static const char *const creq[] = {"fixture", NULL}, *const copt[] = {"splits", NULL};
+    static const char *const creq[] = {"fixture", NULL}, *const copt[] = {"splits", "target", NULL};
     const char *fx = NULL;
     if (jr_keys(&r, cj, p, creq, copt) || jr_str(&r, cj, p, "fixture", 1, &fx)) goto fail;
     char full[4700];
-    snprintf(full, sizeof full, "%s/%s", base, fx);
+    matrix_path(full, sizeof full, base, fx);
     const json_t *sp = json_object_get(cj, "splits");
+    const int first = m->n;  /* this entry's cases are [first, m->n) */
     if (!sp) push(m, full, 0);
     else {
       char q[DKB_PTR_MAX];
@@ -106,6 +158,10 @@ int bench_matrix_load(const char *path, struct bench_matrix *m, struct dkb_err *
         else { jr_fail(&r, e, NULL, "must be \"auto\" or a split count in [1, 1024]"); goto fail; }
       }
     }
+    int ai = -1;
+    for (int k = first; k < m->n; k++)
+      if (!m->cases[k].forced_splits) ai = k;
+    if (load_target(&r, cj, p, base, m, ai)) goto fail;
   }
   for (int i = 0; i < m->n; i++)
     if (describe(&m->cases[i], err)) goto fail;
@@ -149,6 +205,62 @@ cleanup:
   cudaFree(buf);
   cudaFree(sink);
   return rc;
+}
+
+const char *bench_verdict_name(enum bench_verdict_state s) {
+  return s == BENCH_MET ? "met" : s == BENCH_MISSED ? "missed" : "not_measured";
+}
+
+static void verdict(struct bench_verdict *v, int i, double want, double got, int measured, int met, const char *fmt, ...)
+    __attribute__((format(printf, 7, 8)));
+static void verdict(struct bench_verdict *v, int i, double want, double got, int measured, int met, const char *fmt, ...) {
+  memset(v, 0, sizeof *v);
+  v->case_index = i;
+  v->want = want;
+  v->got = measured ? got : NAN;
+  v->state = !measured ? BENCH_NOT_MEASURED : met ? BENCH_MET : BENCH_MISSED;
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(v->what, sizeof v->what, fmt, ap);
+  va_end(ap);
+}
+
+int bench_judge(const struct bench_matrix *m, const struct bench_roofline *r, struct bench_verdict *v, int cap) {
+  int n = 0;
+  for (int i = 0; i < m->n && n < cap; i++) {
+    const struct bench_case *bc = &m->cases[i];
+    const int ok = bc->ran && bc->median_us > 0 && bc->level == 6;  /* a number from a level-6 bundle only */
+    if (bc->want_frac > 0 && n < cap)
+      verdict(&v[n++], i, bc->want_frac, bc->frac, ok && r->measured, bc->frac >= bc->want_frac, "roofline_fraction >= %.2f", bc->want_frac);
+    if (bc->want_visible_frac > 0 && n < cap)
+      verdict(&v[n++], i, bc->want_visible_frac, bc->visible_frac, ok && r->measured, bc->visible_frac >= bc->want_visible_frac,
+              "visible_roofline_fraction >= %.2f", bc->want_visible_frac);
+    if (bc->within_ref >= 0 && n < cap) {
+      const struct bench_case *ref = &m->cases[bc->within_ref];
+      const int rok = ref->ran && ref->median_us > 0 && ref->level == 6;
+      const double pct = rok && ok ? 100 * (bc->median_us / ref->median_us - 1) : NAN;
+      verdict(&v[n++], i, bc->within_pct, pct, ok && rok, pct <= bc->within_pct, "median within %.0f%% of %s", bc->within_pct, ref->name);
+    }
+  }
+  /* auto versus the fastest forced split count of the same fixture */
+  for (int i = 0; i < m->n && m->auto_within_pct > 0 && n < cap; i++) {
+    const struct bench_case *a = &m->cases[i];
+    if (a->forced_splits) continue;
+    int best = -1, forced = 0, all = 1;
+    for (int k = 0; k < m->n; k++) {
+      const struct bench_case *f = &m->cases[k];
+      if (!f->forced_splits || strcmp(f->fixture, a->fixture)) continue;
+      forced = 1;
+      if (!(f->ran && f->median_us > 0 && f->level == 6)) { all = 0; continue; }
+      if (best < 0 || f->median_us < m->cases[best].median_us) best = k;
+    }
+    if (!forced) continue;
+    const int ok = all && best >= 0 && a->ran && a->median_us > 0 && a->level == 6;
+    const double pct = ok ? 100 * (a->median_us / m->cases[best].median_us - 1) : NAN;
+    verdict(&v[n++], i, m->auto_within_pct, pct, ok, pct <= m->auto_within_pct, "auto within %.0f%% of the best forced split%s%s",
+            m->auto_within_pct, ok ? ", " : "", ok ? m->cases[best].name : "");
+  }
+  return n;
 }
 
 static json_t *case_json(const struct bench_case *bc) {
@@ -207,8 +319,8 @@ static void svg(const struct bench_matrix *m, struct dkb_buf *o) {
   dkb_buf_adds(o, "</svg>\n");
 }
 
-int bench_write(const char *dir, const struct bench_matrix *m, const struct bench_roofline *r, int argc, char **argv,
-                struct dkb_err *err) {
+int bench_write(const char *dir, const struct bench_matrix *m, const struct bench_roofline *r, const struct bench_verdict *v,
+                int nv, int argc, char **argv, struct dkb_err *err) {
   char path[4200];
   struct dkb_buf b;
   dkb_buf_init(&b);
@@ -221,6 +333,12 @@ int bench_write(const char *dir, const struct bench_matrix *m, const struct benc
                           dkb_roofline_symbol, "reason", r->reason, "bandwidth_formula",
                           "(unique K/V bytes + Q bytes + O bytes) / median time, decimal TB/s; visible: K/V of non-SKIP tiles only",
                           "cases", cases);
+  json_t *targets = json_array();
+  for (int i = 0; i < nv; i++)
+    json_array_append_new(targets, json_pack("{s:s,s:s,s:f,s:o,s:s}", "case", m->cases[v[i].case_index].name, "target", v[i].what,
+                                             "want", v[i].want, "got", isfinite(v[i].got) ? json_real(v[i].got) : json_null(),
+                                             "verdict", bench_verdict_name(v[i].state)));
+  json_object_set_new(doc, "targets", targets);
   if (cjson_write(doc, 2, &b, err)) goto cleanup;
   dkb_buf_addc(&b, '\n');
   if (dkb_path_join(path, sizeof path, dir, "bench.json") || dkb_write_atomic(path, b.p, b.n, err)) goto cleanup;

@@ -8,7 +8,7 @@
 #include <jansson.h>
 
 #include "err.h"
-#include "runner.h"
+#include "timing.h"
 
 struct bench_case {
   char name[160];        /* fixture name + split variant */
@@ -26,13 +26,27 @@ struct bench_case {
   int splits;
   long long tiles[3];
   char bundle_dir[600];
+  /* targets of the matrix entry (its "auto" case only); 0 / -1 when none */
+  double want_frac, want_visible_frac;  /* floors on roofline_fraction, visible_roofline_fraction */
+  int within_ref;                       /* case whose median this one must stay within within_pct of */
+  double within_pct;
 };
 
 struct bench_matrix {
   char name[128];
   long long roofline_bytes;   /* bytes the roofline kernel streams (>= 4 GiB) */
+  double auto_within_pct;     /* each auto case within this % of its fixture's best forced split; 0 = none */
   struct bench_case *cases;
   int n;
+};
+
+/* One target of the matrix, judged on the measured cases. */
+enum bench_verdict_state { BENCH_MET, BENCH_MISSED, BENCH_NOT_MEASURED };
+struct bench_verdict {
+  int case_index;
+  char what[200];     /* "roofline_fraction >= 0.92", "median within 5% of b16-t8192-g4-contig", ... */
+  double want, got;   /* got: the fraction, or the % difference; NAN when not measured */
+  enum bench_verdict_state state;
 };
 
 /* Reads a dkb.bench-matrix/v1 file (schemas/bench-matrix.schema.json); fixture paths are relative to
@@ -51,8 +65,15 @@ struct bench_roofline {
 /* Streams `bytes` through kernels/roofline.cu with the timing pass (dkb_timing_run). */
 int bench_roofline(long long bytes, const struct dkb_timing_opts *t, struct bench_roofline *r, struct dkb_err *err);
 
-/* Writes DIR/bench.json (dkb.bench/v1), DIR/bench.csv and DIR/roofline-fraction.svg atomically. */
-int bench_write(const char *dir, const struct bench_matrix *m, const struct bench_roofline *r, int argc, char **argv,
-                struct dkb_err *err);
+/* Judges every target of the matrix on its results: fraction floors need a measured case and roofline;
+ * "within" compares medians ((case / reference - 1) * 100 <= pct); auto_within_pct compares each auto
+ * case with the fastest forced split of the same fixture. Returns the count (<= cap). */
+int bench_judge(const struct bench_matrix *m, const struct bench_roofline *r, struct bench_verdict *v, int cap);
+const char *bench_verdict_name(enum bench_verdict_state s);
+
+/* Writes DIR/bench.json (dkb.bench/v1, with the verdicts), DIR/bench.csv and DIR/roofline-fraction.svg
+ * atomically. */
+int bench_write(const char *dir, const struct bench_matrix *m, const struct bench_roofline *r, const struct bench_verdict *v,
+                int nv, int argc, char **argv, struct dkb_err *err);
 
 #endif

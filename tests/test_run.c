@@ -4,10 +4,12 @@
  * fixture at level 6 with split = k agreeing with split = 1. */
 #include "util.h"
 
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "harness/bench.h"
 #include "harness/decode_call.h"
 #include "harness/inputs.h"
 #include "harness/plan.h"
@@ -195,6 +197,113 @@ static void bench_writes_table_csv_json_and_svg(void **s) {
   run_result_release(&r);
 }
 
+/* A bench case as bench_judge sees it after a run. */
+static void measured(struct bench_case *c, const char *name, const char *fixture, int forced, double median_us, double frac,
+                     double vfrac, int level) {
+  memset(c, 0, sizeof *c);
+  snprintf(c->name, sizeof c->name, "%s", name);
+  snprintf(c->fixture, sizeof c->fixture, "%s", fixture);
+  c->forced_splits = forced;
+  c->ran = 1;
+  c->level = level;
+  c->median_us = median_us;
+  c->frac = frac;
+  c->visible_frac = vfrac;
+  c->within_ref = -1;
+}
+
+/* Targets are judged only on level-6 results: floors on the fractions, "within" on medians, and auto
+ * against the fastest forced split of its fixture. */
+static void bench_targets_judge_level_6_results_only(void **s) {
+  (void)s;
+  struct bench_case c[6];
+  measured(&c[0], "contig", "a.json", 0, 100.0, 0.93, 0.93, 6);
+  measured(&c[1], "contig/split2", "a.json", 2, 96.0, 0.97, 0.97, 6);
+  measured(&c[2], "paged", "b.json", 0, 106.0, 0.88, 0.88, 6);
+  measured(&c[3], "window", "w.json", 0, 30.0, 3.9, 0.48, 6);
+  measured(&c[4], "broken", "x.json", 0, 10.0, 0.99, 0.99, 5);  /* correctness failed: level 5 */
+  measured(&c[5], "broken/split2", "x.json", 2, 9.0, 0.99, 0.99, 6);
+  c[0].want_frac = 0.92;
+  c[2].want_frac = 0.92;
+  c[2].within_ref = 0;
+  c[2].within_pct = 5;
+  c[3].want_visible_frac = 0.60;
+  c[4].want_frac = 0.50;
+  struct bench_matrix m = {.name = "t", .auto_within_pct = 5, .cases = c, .n = 6};
+  struct bench_roofline r = {.measured = 1, .tbps = 4.5};
+  struct bench_verdict v[16];
+  int n = bench_judge(&m, &r, v, 16);
+  assert_int_equal(n, 7);
+  assert_int_equal(v[0].state, BENCH_MET);       /* contig 0.93 >= 0.92 */
+  assert_int_equal(v[1].state, BENCH_MISSED);    /* paged 0.88 < 0.92 */
+  assert_int_equal(v[2].state, BENCH_MISSED);    /* paged 6 % slower than contig: > 5 % */
+  assert_true(fabs(v[2].got - 6.0) < 1e-9);
+  assert_int_equal(v[3].state, BENCH_MISSED);    /* window visible 0.48 < 0.60 */
+  assert_int_equal(v[4].state, BENCH_NOT_MEASURED);  /* level 5: its number is not a measurement */
+  assert_true(isnan(v[4].got));
+  assert_int_equal(v[5].case_index, 0);          /* auto 100 us vs split 2 96 us: +4.2 % */
+  assert_int_equal(v[5].state, BENCH_MET);
+  assert_string_equal(v[5].what, "auto within 5% of the best forced split, contig/split2");
+  assert_int_equal(v[6].state, BENCH_NOT_MEASURED);  /* its auto case is level 5 */
+  /* no roofline: no fraction can be judged */
+  r.measured = 0;
+  n = bench_judge(&m, &r, v, 16);
+  assert_int_equal(v[0].state, BENCH_NOT_MEASURED);
+  assert_int_equal(v[2].state, BENCH_MISSED);    /* medians need no roofline */
+}
+
+/* Malformed targets name the matrix, the JSON Pointer and the reason; --require-targets on a host that
+ * cannot measure exits 4. */
+static void bench_targets_errors_and_require_targets(void **s) {
+  (void)s;
+  static const struct { const char *cases, *err; } bad[] = {
+      {"[{\"fixture\": \"../../fixtures/decode/dk128-dv64.json\", \"splits\": [2], \"target\": {\"roofline_fraction\": 0.5}}]",
+       "/cases/0/target: needs the entry's \"auto\" case: a target judges the fixture's own split policy"},
+      {"[{\"fixture\": \"../../fixtures/decode/dk128-dv64.json\", \"target\": {\"within_pct_of\": {\"fixture\": \"nope.json\", \"pct\": 5}}}]",
+       "/cases/0/target/within_pct_of/fixture: 'nope.json' has no \"auto\" case earlier in the matrix"},
+      {"[{\"fixture\": \"../../fixtures/decode/dk128-dv64.json\", \"target\": {\"fraction\": 0.5}}]",
+       "/cases/0/target/fraction: unknown key"},
+  };
+  char doc[1024], want[1200], dir[600];
+  snprintf(dir, sizeof dir, "%s/tm/a", tmp_dir());
+  struct run_result r;
+  run_sh(&r, "mkdir -p %s", dir);
+  run_result_release(&r);
+  for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+    snprintf(doc, sizeof doc, "{\"schema\": \"dkb.bench-matrix/v1\", \"name\": \"t\", \"cases\": %s}", bad[i].cases);
+    char path[700];
+    snprintf(path, sizeof path, "%s/m%zu.json", dir, i);
+    FILE *f = fopen(path, "w");
+    assert_non_null(f);
+    fputs(doc, f);
+    fclose(f);
+    run_sh(&r, "cd %s && %s/build/dkb bench --matrix m%zu.json -o out", dir, getenv("PWD"), i);
+    snprintf(want, sizeof want, "dkb: error: m%zu.json: %s\n", i, bad[i].err);
+    assert_int_equal(r.rc, 3);
+    assert_string_equal(r.err, want);
+    run_result_release(&r);
+  }
+  char why[256];
+  if (have_gpu(why, sizeof why)) return;  /* the exit-4 path is for hosts without a GPU */
+  char fx[600];
+  assert_non_null(realpath("fixtures/decode/dk128-dv64.json", fx));  /* absolute: not relative to the matrix */
+  snprintf(doc, sizeof doc, "{\"schema\": \"dkb.bench-matrix/v1\", \"name\": \"t\", \"cases\": [{\"fixture\": "
+           "\"%s\", \"target\": {\"roofline_fraction\": 0.5}}]}", fx);
+  char path[700];
+  snprintf(path, sizeof path, "%s/ok.json", dir);
+  FILE *f = fopen(path, "w");
+  assert_non_null(f);
+  fputs(doc, f);
+  fclose(f);
+  run_sh(&r, "build/dkb bench --matrix %s -o %s/out --require-targets 2>&1; rc=$?; "
+             "/usr/bin/python3 tests/schema_check.py schemas/bench.schema.json %s/out/bench.json > /dev/null || exit 9; exit $rc",
+         path, dir, dir);
+  assert_int_equal(r.rc, 4);
+  assert_non_null(strstr(r.out, "  unknown dk128-dv64                         roofline_fraction >= 0.50 (no level-6 measurement)\n"));
+  assert_non_null(strstr(r.out, "dkb: error: 1 of 1 bench targets could not be measured on this host\n"));
+  run_result_release(&r);
+}
+
 /* On the GPU: every decode fixture passes correctness and reaches level 6; split = k agrees with
  * split = 1 within the fixture's tolerance. */
 static void gpu_every_decode_fixture_reaches_level_6(void **s) {
@@ -301,6 +410,7 @@ DKB_TEST_GROUP(run, cmocka_unit_test(decode_fixtures_are_schema_valid_and_load),
                cmocka_unit_test(plan_items_cover_visible_keys_exactly), cmocka_unit_test(auto_split_minimizes_the_wave_model),
                cmocka_unit_test(run_without_gpu_stops_at_level_2_with_reason),
                cmocka_unit_test(dumps_recompute_in_numpy_to_1e12), cmocka_unit_test(bench_writes_table_csv_json_and_svg),
+               cmocka_unit_test(bench_targets_judge_level_6_results_only), cmocka_unit_test(bench_targets_errors_and_require_targets),
                cmocka_unit_test(split_policy_does_not_change_the_reference),
                cmocka_unit_test(gpu_every_decode_fixture_reaches_level_6), cmocka_unit_test(gpu_split_k_agrees_with_split_1),
                cmocka_unit_test(gpu_run_with_counters_measures_dram_bytes))
