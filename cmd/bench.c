@@ -163,6 +163,7 @@ int cmd_bench(int argc, char **argv) {
   else printf("wrote %s/bench.json, %s/bench.csv, %s/roofline-fraction.svg\n", out, out, out);
   free(v);
   bench_matrix_release(&m);
+  fflush(stdout);  /* the table before the verdict when both go to one file */
   if (rc == DKB_OK && require && missed) {
     fprintf(stderr, "dkb: error: %d of %d bench targets missed\n", missed, nv);
     return DKB_FAIL;
