@@ -300,7 +300,7 @@ static void svg(const struct bench_matrix *m, struct dkb_buf *o) {
     dkb_buf_addf(o, "<text x=\"%.1f\" y=\"%g\" font-size=\"11\" text-anchor=\"middle\">%.0f</text>\n", x, H - Bm + 16, pow(2, e));
   }
   dkb_buf_addf(o, "<text x=\"%g\" y=\"%g\" font-size=\"12\" text-anchor=\"middle\">mean keys per request (log scale)</text>\n", (L + W - R) / 2, H - 12);
-  dkb_buf_addf(o, "<text x=\"16\" y=\"%g\" font-size=\"12\" transform=\"rotate(-90 16 %g)\" text-anchor=\"middle\">fraction of roofline</text>\n", (T + H - Bm) / 2, (T + H - Bm) / 2);
+  dkb_buf_addf(o, "<text x=\"16\" y=\"%g\" font-size=\"12\" transform=\"rotate(-90 16 %g)\" text-anchor=\"middle\">fraction of roofline (hollow: visible bytes of a masked call)</text>\n", (T + H - Bm) / 2, (T + H - Bm) / 2);
   static const char *const COLORS[] = {"#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e"};
   for (int l = 0; l < KV_LAYOUT_COUNT; l++) {
     const char *name = kv_layout_name((enum kv_layout_kind)l);
@@ -308,8 +308,13 @@ static void svg(const struct bench_matrix *m, struct dkb_buf *o) {
     for (int i = 0; i < m->n; i++) {
       const struct bench_case *bc = &m->cases[i];
       if (!bc->ran || bc->median_us <= 0 || strcmp(bc->layout, name)) continue;
-      double x = L + (W - L - R) * (log2(bc->mean_len) - xmin) / (xmax - xmin), y = T + (H - T - Bm) * (1 - fmin(bc->frac, 1.2) / 1.0);
-      dkb_buf_addf(o, "<circle cx=\"%.1f\" cy=\"%.1f\" r=\"4\" fill=\"%s\"><title>%s: %.3f</title></circle>\n", x, y, COLORS[l], bc->name, bc->frac);
+      /* a masked call is plotted at its visible-bytes fraction (hollow): its whole-cache figure counts
+       * bytes it rightly never read and can exceed 1 */
+      const int masked = bc->tiles[0] > 0;
+      const double f = masked ? bc->visible_frac : bc->frac;
+      double x = L + (W - L - R) * (log2(bc->mean_len) - xmin) / (xmax - xmin), y = T + (H - T - Bm) * (1 - fmin(f, 1.0));
+      dkb_buf_addf(o, "<circle cx=\"%.1f\" cy=\"%.1f\" r=\"4\" fill=\"%s\" stroke=\"%s\"><title>%s: %s%.3f</title></circle>\n", x, y,
+                   masked ? "white" : COLORS[l], COLORS[l], bc->name, masked ? "visible " : "", f);
       any = 1;
     }
     if (any)

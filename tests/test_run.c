@@ -252,6 +252,36 @@ static void bench_targets_judge_level_6_results_only(void **s) {
   assert_int_equal(v[2].state, BENCH_MISSED);    /* medians need no roofline */
 }
 
+/* The roofline-fraction chart plots a masked call at its visible-bytes fraction (hollow marker), never at
+ * its whole-cache figure, which counts bytes it rightly skipped (3.86 here) and would leave the chart. */
+static void bench_chart_plots_masked_calls_at_their_visible_fraction(void **s) {
+  (void)s;
+  struct bench_case c[2];
+  measured(&c[0], "dense", "a.json", 0, 131.0, 0.883, 0.883, 6);
+  measured(&c[1], "window", "w.json", 0, 30.0, 3.855, 0.483, 6);
+  c[0].mean_len = c[1].mean_len = 8192;
+  c[1].tiles[0] = 1792;
+  snprintf(c[0].layout, sizeof c[0].layout, "contiguous_nhd");
+  snprintf(c[1].layout, sizeof c[1].layout, "paged_nhd");
+  struct bench_matrix m = {.name = "t", .cases = c, .n = 2};
+  struct bench_roofline r = {.measured = 1, .tbps = 4.6};
+  char dir[600];
+  snprintf(dir, sizeof dir, "%s/chart", tmp_dir());
+  struct run_result rr;
+  run_sh(&rr, "mkdir -p %s", dir);
+  run_result_release(&rr);
+  struct dkb_err e;
+  char *argv[] = {"dkb", "bench", NULL};
+  assert_int_equal(bench_write(dir, &m, &r, NULL, 0, 2, argv, &e), 0);
+  run_sh(&rr, "cat %s/roofline-fraction.svg", dir);
+  assert_non_null(strstr(rr.out, "<title>window: visible 0.483</title>"));
+  assert_non_null(strstr(rr.out, "<title>dense: 0.883</title>"));
+  assert_null(strstr(rr.out, "3.855"));
+  /* y = 30 + 340 * (1 - 0.483): inside the plot */
+  assert_non_null(strstr(rr.out, "cy=\"205.8\" r=\"4\" fill=\"white\""));
+  run_result_release(&rr);
+}
+
 /* Malformed targets name the matrix, the JSON Pointer and the reason; --require-targets on a host that
  * cannot measure exits 4. */
 static void bench_targets_errors_and_require_targets(void **s) {
@@ -411,6 +441,7 @@ DKB_TEST_GROUP(run, cmocka_unit_test(decode_fixtures_are_schema_valid_and_load),
                cmocka_unit_test(run_without_gpu_stops_at_level_2_with_reason),
                cmocka_unit_test(dumps_recompute_in_numpy_to_1e12), cmocka_unit_test(bench_writes_table_csv_json_and_svg),
                cmocka_unit_test(bench_targets_judge_level_6_results_only), cmocka_unit_test(bench_targets_errors_and_require_targets),
+               cmocka_unit_test(bench_chart_plots_masked_calls_at_their_visible_fraction),
                cmocka_unit_test(split_policy_does_not_change_the_reference),
                cmocka_unit_test(gpu_every_decode_fixture_reaches_level_6), cmocka_unit_test(gpu_split_k_agrees_with_split_1),
                cmocka_unit_test(gpu_run_with_counters_measures_dram_bytes))
