@@ -130,16 +130,13 @@ int cmd_bench(int argc, char **argv) {
   for (int i = 0; i < m.n; i++) {
     const struct bench_case *a = &m.cases[i];
     if (a->forced_splits || !a->ran || a->median_us <= 0) continue;
-    double best = 0;
-    int best_s = 0;
-    for (int k = 0; k < m.n; k++) {
-      const struct bench_case *f = &m.cases[k];
-      if (!f->forced_splits || strcmp(f->fixture, a->fixture) || f->median_us <= 0) continue;
-      if (!best || f->median_us < best) { best = f->median_us; best_s = f->forced_splits; }
-    }
-    if (best > 0)
-      printf("auto vs best forced: %-34s auto %.2f us (split %d), best split %d %.2f us: %+.1f%%\n", a->name, a->median_us,
-             a->splits, best_s, best, 100 * (a->median_us / best - 1));
+    int forced, all6;
+    const int k = bench_best_forced(&m, i, &forced, &all6);
+    if (k < 0) continue;
+    const double best = m.cases[k].median_us;
+    const int best_s = m.cases[k].forced_splits;
+    printf("auto vs best forced: %-34s auto %.2f us (split %d), best split %d %.2f us: %+.1f%%\n", a->name, a->median_us,
+           a->splits, best_s, best, 100 * (a->median_us / best - 1));
   }
   /* the matrix's targets, judged on level-6 results only */
   struct bench_verdict *v = calloc((size_t)(4 * m.n + 1), sizeof *v);  /* at most 3 targets and 1 auto check per case */
@@ -150,7 +147,7 @@ int cmd_bench(int argc, char **argv) {
     const char *got = "";
     char gb[48];
     if (v[i].state != BENCH_NOT_MEASURED) {
-      snprintf(gb, sizeof gb, strstr(v[i].what, "within") ? "%+.1f%%" : "%.3f", v[i].got);
+      snprintf(gb, sizeof gb, v[i].is_pct ? "%+.1f%%" : "%.3f", v[i].got);
       got = gb;
     }
     printf("  %-7s %-34s %s%s%s\n", v[i].state == BENCH_MET ? "met" : v[i].state == BENCH_MISSED ? "MISSED" : "unknown",

@@ -1554,17 +1554,17 @@ static void level6_timing(struct lctx *c, const json_t *m) {
   get(c, t, p, "clocks_after", TY_OBJ);
   /* optional: a timed kernel that keeps state between calls (or merges nondeterministically) measured
    * something other than the checked call */
+  const char *rp = "/measurement/timing/repeat_check";
   const json_t *rep = get(c, t, p, "repeat_check", TY_OBJ);
-  if (rep && !keys(c, rep, "/measurement/timing/repeat_check", rep_req, NULL)) {
+  if (rep && !keys(c, rep, rp, rep_req, NULL)) {
     long long after = 0;
-    get_str(c, rep, "/measurement/timing/repeat_check", "rule", 1);
-    get_int(c, rep, "/measurement/timing/repeat_check", "after_samples", 0, &after);
-    const json_t *eq = get(c, rep, "/measurement/timing/repeat_check", "output_bitwise_equal", TY_BOOL);
+    get_str(c, rep, rp, "rule", 1);
+    get_int(c, rep, rp, "after_samples", 0, &after);
+    const json_t *eq = get(c, rep, rp, "output_bitwise_equal", TY_BOOL);
     if (eq && json_is_false(eq))
       finding(c, 6, "timing_output_not_reproduced", "/measurement/timing/repeat_check/output_bitwise_equal",
               "after %lld timed samples, a call on poisoned outputs did not reproduce the checked output", after);
   }
-  if (c->bad) return;
   const json_t *samples = get_arr_of(c, t, p, "samples_us", TY_NUM);
   if (c->bad) return;
   size_t n = samples ? json_array_size(samples) : 0;

@@ -211,11 +211,13 @@ const char *bench_verdict_name(enum bench_verdict_state s) {
   return s == BENCH_MET ? "met" : s == BENCH_MISSED ? "missed" : "not_measured";
 }
 
-static void verdict(struct bench_verdict *v, int i, double want, double got, int measured, int met, const char *fmt, ...)
-    __attribute__((format(printf, 7, 8)));
-static void verdict(struct bench_verdict *v, int i, double want, double got, int measured, int met, const char *fmt, ...) {
+static void verdict(struct bench_verdict *v, int i, int is_pct, double want, double got, int measured, int met, const char *fmt,
+                    ...) __attribute__((format(printf, 8, 9)));
+static void verdict(struct bench_verdict *v, int i, int is_pct, double want, double got, int measured, int met, const char *fmt,
+                    ...) {
   memset(v, 0, sizeof *v);
   v->case_index = i;
+  v->is_pct = is_pct;
   v->want = want;
   v->got = measured ? got : NAN;
   v->state = !measured ? BENCH_NOT_MEASURED : met ? BENCH_MET : BENCH_MISSED;
@@ -225,39 +227,50 @@ static void verdict(struct bench_verdict *v, int i, double want, double got, int
   va_end(ap);
 }
 
+/* A median that counts as a measurement: from a level-6 bundle only. */
+static int measured6(const struct bench_case *bc) { return bc->ran && bc->median_us > 0 && bc->level == 6; }
+
+int bench_best_forced(const struct bench_matrix *m, int i, int *forced, int *all_level6) {
+  int best = -1;
+  *forced = 0;
+  *all_level6 = 1;
+  for (int k = 0; k < m->n; k++) {
+    const struct bench_case *f = &m->cases[k];
+    if (!f->forced_splits || strcmp(f->fixture, m->cases[i].fixture)) continue;
+    (*forced)++;
+    *all_level6 &= measured6(f);
+    if (f->ran && f->median_us > 0 && (best < 0 || f->median_us < m->cases[best].median_us)) best = k;
+  }
+  return best;
+}
+
 int bench_judge(const struct bench_matrix *m, const struct bench_roofline *r, struct bench_verdict *v, int cap) {
   int n = 0;
   for (int i = 0; i < m->n && n < cap; i++) {
     const struct bench_case *bc = &m->cases[i];
-    const int ok = bc->ran && bc->median_us > 0 && bc->level == 6;  /* a number from a level-6 bundle only */
+    const int ok = measured6(bc);
     if (bc->want_frac > 0 && n < cap)
-      verdict(&v[n++], i, bc->want_frac, bc->frac, ok && r->measured, bc->frac >= bc->want_frac, "roofline_fraction >= %.2f", bc->want_frac);
+      verdict(&v[n++], i, 0, bc->want_frac, bc->frac, ok && r->measured, bc->frac >= bc->want_frac, "roofline_fraction >= %.2f", bc->want_frac);
     if (bc->want_visible_frac > 0 && n < cap)
-      verdict(&v[n++], i, bc->want_visible_frac, bc->visible_frac, ok && r->measured, bc->visible_frac >= bc->want_visible_frac,
+      verdict(&v[n++], i, 0, bc->want_visible_frac, bc->visible_frac, ok && r->measured, bc->visible_frac >= bc->want_visible_frac,
               "visible_roofline_fraction >= %.2f", bc->want_visible_frac);
     if (bc->within_ref >= 0 && n < cap) {
       const struct bench_case *ref = &m->cases[bc->within_ref];
-      const int rok = ref->ran && ref->median_us > 0 && ref->level == 6;
+      const int rok = measured6(ref);
       const double pct = rok && ok ? 100 * (bc->median_us / ref->median_us - 1) : NAN;
-      verdict(&v[n++], i, bc->within_pct, pct, ok && rok, pct <= bc->within_pct, "median within %.0f%% of %s", bc->within_pct, ref->name);
+      verdict(&v[n++], i, 1, bc->within_pct, pct, ok && rok, pct <= bc->within_pct, "median within %.0f%% of %s", bc->within_pct, ref->name);
     }
   }
   /* auto versus the fastest forced split count of the same fixture */
   for (int i = 0; i < m->n && m->auto_within_pct > 0 && n < cap; i++) {
     const struct bench_case *a = &m->cases[i];
     if (a->forced_splits) continue;
-    int best = -1, forced = 0, all = 1;
-    for (int k = 0; k < m->n; k++) {
-      const struct bench_case *f = &m->cases[k];
-      if (!f->forced_splits || strcmp(f->fixture, a->fixture)) continue;
-      forced = 1;
-      if (!(f->ran && f->median_us > 0 && f->level == 6)) { all = 0; continue; }
-      if (best < 0 || f->median_us < m->cases[best].median_us) best = k;
-    }
+    int forced, all;
+    const int best = bench_best_forced(m, i, &forced, &all);
     if (!forced) continue;
-    const int ok = all && best >= 0 && a->ran && a->median_us > 0 && a->level == 6;
+    const int ok = all && best >= 0 && measured6(a);
     const double pct = ok ? 100 * (a->median_us / m->cases[best].median_us - 1) : NAN;
-    verdict(&v[n++], i, m->auto_within_pct, pct, ok, pct <= m->auto_within_pct, "auto within %.0f%% of the best forced split%s%s",
+    verdict(&v[n++], i, 1, m->auto_within_pct, pct, ok, pct <= m->auto_within_pct, "auto within %.0f%% of the best forced split%s%s",
             m->auto_within_pct, ok ? ", " : "", ok ? m->cases[best].name : "");
   }
   return n;

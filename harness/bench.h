@@ -46,6 +46,7 @@ struct bench_verdict {
   int case_index;
   char what[200];     /* "roofline_fraction >= 0.92", "median within 5% of b16-t8192-g4-contig", ... */
   double want, got;   /* got: the fraction, or the % difference; NAN when not measured */
+  int is_pct;         /* want and got are % differences of medians, not fractions */
   enum bench_verdict_state state;
 };
 
@@ -65,6 +66,9 @@ struct bench_roofline {
 /* Streams `bytes` through kernels/roofline.cu with the timing pass (dkb_timing_run). */
 int bench_roofline(long long bytes, const struct dkb_timing_opts *t, struct bench_roofline *r, struct dkb_err *err);
 
+/* The fastest forced-split case (a median exists) of case i's fixture, or -1; *forced counts the
+ * fixture's forced cases and *all_level6 says whether each of them is a level-6 measurement. */
+int bench_best_forced(const struct bench_matrix *m, int i, int *forced, int *all_level6);
 /* Judges every target of the matrix on its results: fraction floors need a measured case and roofline;
  * "within" compares medians ((case / reference - 1) * 100 <= pct); auto_within_pct compares each auto
  * case with the fastest forced split of the same fixture. Returns the count (<= cap). */

@@ -11,6 +11,7 @@
 
 #include "harness/bench.h"
 #include "harness/decode_call.h"
+#include "harness/fsutil.h"
 #include "harness/inputs.h"
 #include "harness/plan.h"
 #include "harness/jread.h"
@@ -267,12 +268,11 @@ static void bench_chart_plots_masked_calls_at_their_visible_fraction(void **s) {
   struct bench_roofline r = {.measured = 1, .tbps = 4.6};
   char dir[600];
   snprintf(dir, sizeof dir, "%s/chart", tmp_dir());
-  struct run_result rr;
-  run_sh(&rr, "mkdir -p %s", dir);
-  run_result_release(&rr);
   struct dkb_err e;
+  assert_int_equal(dkb_mkdirs(dir, &e), 0);
   char *argv[] = {"dkb", "bench", NULL};
   assert_int_equal(bench_write(dir, &m, &r, NULL, 0, 2, argv, &e), 0);
+  struct run_result rr;
   run_sh(&rr, "cat %s/roofline-fraction.svg", dir);
   assert_non_null(strstr(rr.out, "<title>window: visible 0.483</title>"));
   assert_non_null(strstr(rr.out, "<title>dense: 0.883</title>"));
@@ -286,48 +286,35 @@ static void bench_chart_plots_masked_calls_at_their_visible_fraction(void **s) {
  * cannot measure exits 4. */
 static void bench_targets_errors_and_require_targets(void **s) {
   (void)s;
-  static const struct { const char *cases, *err; } bad[] = {
-      {"[{\"fixture\": \"../../fixtures/decode/dk128-dv64.json\", \"splits\": [2], \"target\": {\"roofline_fraction\": 0.5}}]",
+  static const struct { const char *target, *err; } bad[] = {
+      {"\"splits\": [2], \"target\": {\"roofline_fraction\": 0.5}",
        "/cases/0/target: needs the entry's \"auto\" case: a target judges the fixture's own split policy"},
-      {"[{\"fixture\": \"../../fixtures/decode/dk128-dv64.json\", \"target\": {\"within_pct_of\": {\"fixture\": \"nope.json\", \"pct\": 5}}}]",
+      {"\"target\": {\"within_pct_of\": {\"fixture\": \"nope.json\", \"pct\": 5}}",
        "/cases/0/target/within_pct_of/fixture: 'nope.json' has no \"auto\" case earlier in the matrix"},
-      {"[{\"fixture\": \"../../fixtures/decode/dk128-dv64.json\", \"target\": {\"fraction\": 0.5}}]",
-       "/cases/0/target/fraction: unknown key"},
+      {"\"target\": {\"fraction\": 0.5}", "/cases/0/target/fraction: unknown key"},
   };
-  char doc[1024], want[1200], dir[600];
-  snprintf(dir, sizeof dir, "%s/tm/a", tmp_dir());
+  char fx[600], doc[1400], want[1200], name[64];
+  assert_non_null(realpath("fixtures/decode/dk128-dv64.json", fx));  /* absolute: not relative to the matrix */
   struct run_result r;
-  run_sh(&r, "mkdir -p %s", dir);
-  run_result_release(&r);
   for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
-    snprintf(doc, sizeof doc, "{\"schema\": \"dkb.bench-matrix/v1\", \"name\": \"t\", \"cases\": %s}", bad[i].cases);
-    char path[700];
-    snprintf(path, sizeof path, "%s/m%zu.json", dir, i);
-    FILE *f = fopen(path, "w");
-    assert_non_null(f);
-    fputs(doc, f);
-    fclose(f);
-    run_sh(&r, "cd %s && %s/build/dkb bench --matrix m%zu.json -o out", dir, getenv("PWD"), i);
-    snprintf(want, sizeof want, "dkb: error: m%zu.json: %s\n", i, bad[i].err);
+    snprintf(doc, sizeof doc, "{\"schema\": \"dkb.bench-matrix/v1\", \"name\": \"t\", \"cases\": [{\"fixture\": \"%s\", %s}]}", fx,
+             bad[i].target);
+    snprintf(name, sizeof name, "bench-target-%zu.json", i);
+    const char *path = tmp_file(name, doc);
+    run_sh(&r, "build/dkb bench --matrix %s -o %s/bench-target-out", path, tmp_dir());
+    snprintf(want, sizeof want, "dkb: error: %s: %s\n", path, bad[i].err);
     assert_int_equal(r.rc, 3);
     assert_string_equal(r.err, want);
     run_result_release(&r);
   }
   char why[256];
   if (have_gpu(why, sizeof why)) return;  /* the exit-4 path is for hosts without a GPU */
-  char fx[600];
-  assert_non_null(realpath("fixtures/decode/dk128-dv64.json", fx));  /* absolute: not relative to the matrix */
   snprintf(doc, sizeof doc, "{\"schema\": \"dkb.bench-matrix/v1\", \"name\": \"t\", \"cases\": [{\"fixture\": "
            "\"%s\", \"target\": {\"roofline_fraction\": 0.5}}]}", fx);
-  char path[700];
-  snprintf(path, sizeof path, "%s/ok.json", dir);
-  FILE *f = fopen(path, "w");
-  assert_non_null(f);
-  fputs(doc, f);
-  fclose(f);
-  run_sh(&r, "build/dkb bench --matrix %s -o %s/out --require-targets 2>&1; rc=$?; "
-             "/usr/bin/python3 tests/schema_check.py schemas/bench.schema.json %s/out/bench.json > /dev/null || exit 9; exit $rc",
-         path, dir, dir);
+  const char *path = tmp_file("bench-target-ok.json", doc);
+  run_sh(&r, "build/dkb bench --matrix %s -o %s/bench-target-out --require-targets 2>&1; rc=$?; "
+             "/usr/bin/python3 tests/schema_check.py schemas/bench.schema.json %s/bench-target-out/bench.json > /dev/null || exit 9; exit $rc",
+         path, tmp_dir(), tmp_dir());
   assert_int_equal(r.rc, 4);
   assert_non_null(strstr(r.out, "  unknown dk128-dv64                         roofline_fraction >= 0.50 (no level-6 measurement)\n"));
   assert_non_null(strstr(r.out, "dkb: error: 1 of 1 bench targets could not be measured on this host\n"));
