@@ -84,6 +84,8 @@ int gpu_call_setup(const struct decode_call *c, const struct decode_inputs *in, 
   UP(item_lo, pl->item_lo, (size_t)pl->n_items * sizeof(int64_t));
   UP(item_hi, pl->item_hi, (size_t)pl->n_items * sizeof(int64_t));
   UP(item_slot, pl->item_slot, (size_t)pl->n_items * sizeof(int32_t));
+  UP(item_n, pl->item_n, (size_t)pl->n_items * sizeof(int64_t));
+  UP(item_base, pl->item_base, (size_t)pl->n_items * sizeof(int64_t));
   UP(slot_indptr, pl->slot_indptr, (size_t)(c->B + 1) * sizeof(int32_t));
   if (!pl->direct) {
     size_t srows = (size_t)pl->total_slots * c->H_q * c->C;

@@ -12,8 +12,19 @@ struct range { int64_t a, e; };
 
 struct builder {
   struct decode_plan *p;
+  const struct kv_layout *L;
   int cap;
 };
+
+/* The request's base in its layout (struct decode_plan item_base). */
+static int64_t layout_base(const struct kv_layout *L, int b) {
+  switch (L->kind) {
+  case KV_CONTIG_NHD: return kv_cache_row(L, b) * L->T_cap;
+  case KV_CONTIG_HND: return kv_cache_row(L, b);
+  case KV_RAGGED_NHD: return L->indptr[b];
+  default: return L->table == KV_TABLE_DENSE ? kv_cache_row(L, b) * L->table_width : L->page_indptr[b];
+  }
+}
 
 static void push_item(struct builder *bl, int b, int64_t lo, int64_t hi) {
   struct decode_plan *p = bl->p;
@@ -23,7 +34,11 @@ static void push_item(struct builder *bl, int b, int64_t lo, int64_t hi) {
     p->item_lo = realloc(p->item_lo, (size_t)bl->cap * sizeof *p->item_lo);
     p->item_hi = realloc(p->item_hi, (size_t)bl->cap * sizeof *p->item_hi);
     p->item_slot = realloc(p->item_slot, (size_t)bl->cap * sizeof *p->item_slot);
+    p->item_n = realloc(p->item_n, (size_t)bl->cap * sizeof *p->item_n);
+    p->item_base = realloc(p->item_base, (size_t)bl->cap * sizeof *p->item_base);
   }
+  p->item_n[p->n_items] = bl->L->len[b];
+  p->item_base[p->n_items] = layout_base(bl->L, b);
   p->item_b[p->n_items] = b;
   p->item_lo[p->n_items] = lo;
   p->item_hi[p->n_items] = hi;
@@ -101,7 +116,7 @@ int plan_build(const struct decode_call *c, const struct decode_inputs *in, cons
                struct decode_plan *p, struct dkb_err *err) {
   memset(p, 0, sizeof *p);
   const int64_t T = o->tile_tokens > 0 ? o->tile_tokens : 64;
-  struct builder bl = {p, 0};
+  struct builder bl = {p, &in->L, 0};
   struct range **rs = calloc((size_t)c->B, sizeof *rs);
   int *nr = calloc((size_t)c->B, sizeof *nr);
   int64_t max_tiles = 0;
@@ -187,7 +202,8 @@ int plan_build(const struct decode_call *c, const struct decode_inputs *in, cons
 }
 
 void plan_release(struct decode_plan *p) {
-  free(p->item_b); free(p->item_lo); free(p->item_hi); free(p->item_slot); free(p->slot_indptr);
+  free(p->item_b); free(p->item_lo); free(p->item_hi); free(p->item_slot); free(p->item_n); free(p->item_base);
+  free(p->slot_indptr);
   memset(p, 0, sizeof *p);
 }
 

@@ -197,32 +197,33 @@ struct TilePipe {
   bool fast;
 
   // Call __syncthreads() between init and the first issue_next: init fills the shared page list.
+  // base: the item's p.item_base (its request's cache row, packed row or page-table entry, resolved by the plan).
   __device__ __forceinline__ void init(const dkb_decode_params &p, int tid_, int b_, int h, int64_t lo_, int64_t hi_, int64_t N_,
-                                       int64_t q_first_, int64_t *rt, int *rc, int32_t *pg_smem) {
+                                       int64_t base, int64_t q_first_, int64_t *rt, int *rc, int32_t *pg_smem) {
     pp = &p; tid = tid_; b = b_; lo = lo_; hi = hi_; N = N_; q_first = q_first_; ring_t = rt; ring_c = rc;
     pgs = nullptr;
     t_pend = lo / NTOK;
     t_end = hi > lo ? (hi + NTOK - 1) / NTOK : t_pend;
     paged = p.layout == L_PAGED_NHD || p.layout == L_PAGED_HND;
     P = p.page_size > 0 ? p.page_size : 1;
-    const int64_t crow = p.cache_batch_idx ? p.cache_batch_idx[b] : b, Hk = p.H_kv, dk = p.dk, dv = p.dv;
+    const int64_t Hk = p.H_kv, dk = p.dk, dv = p.dv;
     kpage = vpage = 0;
     tbl = nullptr;
     /* offset of key t: base + t * stride (contiguous, ragged) or page * page_stride + base + (t % P) * stride */
     switch (p.layout) {
-    case L_CONTIG_NHD: kbase = (crow * p.T_cap * Hk + h) * dk; vbase = (crow * p.T_cap * Hk + h) * dv;
+    case L_CONTIG_NHD:  // base = cache_row * T_cap
+    case L_RAGGED_NHD:  // base = indptr[b]
+      kbase = (base * Hk + h) * dk; vbase = (base * Hk + h) * dv;
       kstride = Hk * dk; vstride = Hk * dv; break;
-    case L_CONTIG_HND: kbase = (crow * Hk + h) * p.T_cap * dk; vbase = (crow * Hk + h) * p.T_cap * dv;
+    case L_CONTIG_HND: kbase = (base * Hk + h) * p.T_cap * dk; vbase = (base * Hk + h) * p.T_cap * dv;  // base = cache_row
       kstride = dk; vstride = dv; break;
-    case L_RAGGED_NHD: kbase = (p.indptr[b] * Hk + h) * dk; vbase = (p.indptr[b] * Hk + h) * dv;
-      kstride = Hk * dk; vstride = Hk * dv; break;
     case L_PAGED_NHD: kbase = h * dk; vbase = h * dv; kstride = Hk * dk; vstride = Hk * dv;
       kpage = (int64_t)P * Hk * dk; vpage = (int64_t)P * Hk * dv; break;
     default: kbase = h * (int64_t)P * dk; vbase = h * (int64_t)P * dv; kstride = dk; vstride = dv;
       kpage = Hk * (int64_t)P * dk; vpage = Hk * (int64_t)P * dv; break;
     }
     if (paged) {
-      tbl = p.table == TBL_DENSE ? p.block_table + crow * p.table_width : p.page_indices + p.page_indptr[b];
+      tbl = (p.table == TBL_DENSE ? p.block_table : p.page_indices) + base;
       /* An item's page list usually fits in shared memory: load it once, coalesced, so no copy ever
        * waits on the page table. */
       j0 = lo / P;
@@ -355,6 +356,23 @@ __device__ __forceinline__ void store_scalars(const dkb_decode_params &p, int64_
   else p.ws_m[srow] = lse;
 }
 
+// Elements x .. x+3 of a row (x % 4 == 0, x + 3 < d_v): store_elem four at a time, vector stores where
+// the workspace is fp32.
+template <typename T>
+__device__ __forceinline__ void store4(const dkb_decode_params &p, int64_t orow, int64_t srow, int x, const float u[4],
+                                       float l, bool valid) {
+  if (p.abi == DKB_ABI_MLU && !p.direct) {
+    *reinterpret_cast<float4 *>(reinterpret_cast<float *>(p.ws_u) + srow * p.dv + x) =
+        valid ? make_float4(u[0], u[1], u[2], u[3]) : make_float4(0.f, 0.f, 0.f, 0.f);
+  } else if (p.abi == DKB_ABI_LSE_O && !p.direct && p.ws_o_dtype != DKB_KDT_BF16) {
+    *reinterpret_cast<float4 *>(reinterpret_cast<float *>(p.ws_u) + srow * p.dv + x) =
+        valid ? make_float4(u[0] / l, u[1] / l, u[2] / l, u[3] / l) : make_float4(0.f, 0.f, 0.f, 0.f);
+  } else {
+#pragma unroll
+    for (int e = 0; e < 4; e++) store_elem<T>(p, orow, srow, x + e, u[e], l, valid);
+  }
+}
+
 // ---- producer configuration -------------------------------------------------------------------------
 template <typename T, int D_PAD, int R_MAX, int NT>
 struct Cfg {
@@ -403,7 +421,7 @@ __global__ void __launch_bounds__(NT) decode_split_kv_producer(const dkb_decode_
   const int b = p.item_b[item];
   const int64_t lo = p.item_lo[item], hi = p.item_hi[item];
   const int g = p.H_q / p.H_kv, C = p.C, R = g * C;
-  const int64_t N = p.kv_len[b];
+  const int64_t N = p.item_n[item];
   const int64_t q_first = N - C;               // absolute position of query row i is q_first + i
   const float scale2 = p.scale * kLog2e;
 
@@ -424,7 +442,7 @@ __global__ void __launch_bounds__(NT) decode_split_kv_producer(const dkb_decode_
   __shared__ int ring_c[kStages];
   __shared__ int32_t pg_smem[kPageSmem];
   TilePipe<T, K::NTOK, K::CH, NT> pipe;
-  pipe.init(p, tid, b, h, lo, hi, N, q_first, ring_t, ring_c, pg_smem);
+  pipe.init(p, tid, b, h, lo, hi, N, p.item_base[item], q_first, ring_t, ring_c, pg_smem);
   __syncthreads();
   auto kpos = [](int tt, int c) { return tt * K::CH + kswz<K::TPT>(tt, c); };
   auto vpos = [](int tt, int c) { return tt * K::CH + c; };
@@ -613,19 +631,26 @@ template <> __device__ __forceinline__ void load4<__nv_bfloat16>(const __nv_bflo
   v[0] = a.x; v[1] = a.y; v[2] = c.x; v[3] = c.y;
 }
 
-// Sums w_q * payload(slot_q) over a warp's compacted list of weighted slots; the loads are independent
-// (no branch between them), so eight are in flight.
+// Sums w_q * payload(slot_q) over a warp's compacted list of weighted slots, in slot order. The loads of
+// sixteen slots are issued before the first is used (one L2 round trip per sixteen slots): eight at a
+// time left the last CTA of a 32-slot group 3 us behind the others (H200 timeline).
 template <typename WS>
 __device__ __forceinline__ void sum_slots(const void *ws, int64_t row0, int64_t row_stride, int x, const float *wt,
                                           const int *sl, int nv, float acc[4]) {
+  constexpr int kBatch = 16;
   const WS *u = reinterpret_cast<const WS *>(ws) + row0 + x;
-#pragma unroll 8
-  for (int q = 0; q < nv; q++) {
-    float v[4];
-    load4<WS>(u + sl[q] * row_stride, v);
-    const float w = wt[q];
+  for (int q0 = 0; q0 < nv; q0 += kBatch) {
+    float v[kBatch][4];
 #pragma unroll
-    for (int e = 0; e < 4; e++) acc[e] = fmaf(w, v[e], acc[e]);
+    for (int k = 0; k < kBatch; k++)
+      if (q0 + k < nv) load4<WS>(u + sl[q0 + k] * row_stride, v[k]);
+#pragma unroll
+    for (int k = 0; k < kBatch; k++)
+      if (q0 + k < nv) {
+        const float w = wt[q0 + k];
+#pragma unroll
+        for (int e = 0; e < 4; e++) acc[e] = fmaf(w, v[k][e], acc[e]);
+      }
   }
 }
 
@@ -713,7 +738,10 @@ struct MmaCfg {
   static constexpr int NT = 128, NW = 4, NTOK = 64, ROWS = 16, CH = D_PAD / 8, ST = 2;
   static constexpr int TILE_BYTES = NTOK * D_PAD * 2, STAGE_BYTES = 2 * TILE_BYTES;
   static constexpr int Q_BYTES = ROWS * D_PAD * 2;
-  static constexpr int RED_BYTES = NW * ROWS * D_PAD * 4 + 3 * NW * ROWS * 4 + 2 * ROWS * 4;
+  // The warps' O rows for the merge, padded so a warp's float2 stores (8 rows x 4 lanes) hit distinct
+  // banks: unpadded, the 8-way conflicts made the merge 0.7 us of a 2.9 us epilogue (H200 timeline).
+  static constexpr int RS = D_PAD + 8;
+  static constexpr int RED_BYTES = NW * ROWS * RS * 4 + 3 * NW * ROWS * 4 + 2 * ROWS * 4;
   static constexpr int SMEM = ST * STAGE_BYTES + Q_BYTES;
   static_assert(RED_BYTES <= ST * STAGE_BYTES, "the merge buffer aliases the stages");
 };
@@ -759,7 +787,7 @@ __device__ __forceinline__ void producer_mma(const dkb_decode_params &p) {
   const int b = p.item_b[item];
   const int64_t lo = p.item_lo[item], hi = p.item_hi[item];
   const int g = p.H_q / p.H_kv, C = p.C, R = g * C;
-  const int64_t N = p.kv_len[b], q_first = N - C;
+  const int64_t N = p.item_n[item], q_first = N - C;
   const float scale2 = p.scale * kLog2e;
 
   __shared__ int64_t ring_t[K::ST];
@@ -767,7 +795,7 @@ __device__ __forceinline__ void producer_mma(const dkb_decode_params &p) {
   __shared__ int32_t pg_smem[kPageSmem];
   __shared__ int row_flag;  // fused: this CTA is its group's last
   TilePipe<T, K::NTOK, K::CH, K::NT> pipe;
-  pipe.init(p, tid, b, h, lo, hi, N, q_first, ring_t, ring_c, pg_smem);
+  pipe.init(p, tid, b, h, lo, hi, N, p.item_base[item], q_first, ring_t, ring_c, pg_smem);
   __syncthreads();
   auto pos = [](int tt, int c) { return tt * K::CH + rswz(tt, c); };
 #pragma unroll
@@ -878,13 +906,13 @@ __device__ __forceinline__ void producer_mma(const dkb_decode_params &p) {
   l0 += __shfl_xor_sync(0xffffffffu, l0, 2);
   l1 += __shfl_xor_sync(0xffffffffu, l1, 1);
   l1 += __shfl_xor_sync(0xffffffffu, l1, 2);
-  float *red_o = reinterpret_cast<float *>(stages);          // [NW][16][D_PAD]
-  float *red_m = red_o + K::NW * K::ROWS * D_PAD, *red_l = red_m + K::NW * K::ROWS;  // [NW][16]
+  float *red_o = reinterpret_cast<float *>(stages);          // [NW][16][RS]
+  float *red_m = red_o + K::NW * K::ROWS * K::RS, *red_l = red_m + K::NW * K::ROWS;  // [NW][16]
 #pragma unroll
   for (int n = 0; n < 2 * KS; n++) {
     const int x = n * 8 + (lane & 3) * 2;
-    float *w0 = red_o + (warp * K::ROWS + r0) * D_PAD + x, *w1 = red_o + (warp * K::ROWS + r1) * D_PAD + x;
-    w0[0] = o[n][0]; w0[1] = o[n][1]; w1[0] = o[n][2]; w1[1] = o[n][3];
+    *reinterpret_cast<float2 *>(red_o + (warp * K::ROWS + r0) * K::RS + x) = make_float2(o[n][0], o[n][1]);
+    *reinterpret_cast<float2 *>(red_o + (warp * K::ROWS + r1) * K::RS + x) = make_float2(o[n][2], o[n][3]);
   }
   if ((lane & 3) == 0) {
     red_m[warp * K::ROWS + r0] = m0; red_m[warp * K::ROWS + r1] = m1;
@@ -910,19 +938,28 @@ __device__ __forceinline__ void producer_mma(const dkb_decode_params &p) {
     row_l[tid] = L;
   }
   __syncthreads();
+  // D_PAD / 4 lanes per row, four dims each, every row of a pass at once: a row per pass of the CTA made
+  // the stores 1.7 us at 4 rows and 3.5 us at 8 (H200 timeline), now 0.6 and 1.1.
   const int slot = p.item_slot[item];
-  for (int row = 0; row < R; row++) {
+  constexpr int LPR = D_PAD / 4, RPP = K::NT / LPR;
+  const int x = (tid % LPR) * 4;
+#pragma unroll
+  for (int rp = 0; rp < K::ROWS; rp += RPP) {
+    const int row = rp + tid / LPR;
+    if (row >= R) break;
     const int j = row / C, i = row % C, hq = h * g + j;
     const float M = row_m[row], L = row_l[row];
     const bool valid = M != -INFINITY;  // the empty identity: O = 0, LSE = -inf, valid = 0
     const int64_t orow = ((int64_t)b * C + i) * p.H_q + hq, srow = ((int64_t)slot * p.H_q + hq) * C + i;
-    for (int x = tid; x < p.dv; x += K::NT) {
-      float u = 0.f;
+    float u[4] = {0.f, 0.f, 0.f, 0.f};
 #pragma unroll
-      for (int w = 0; w < K::NW; w++) u += red_o[(w * K::ROWS + row) * D_PAD + x] * red_f[w * K::ROWS + row];
-      store_elem<T>(p, orow, srow, x, u, L, valid);
+    for (int w = 0; w < K::NW; w++) {
+      const float4 v = *reinterpret_cast<const float4 *>(red_o + (w * K::ROWS + row) * K::RS + x);
+      const float f = red_f[w * K::ROWS + row];
+      u[0] += v.x * f; u[1] += v.y * f; u[2] += v.z * f; u[3] += v.w * f;
     }
-    if (tid == 0) store_scalars(p, orow, srow, M, L, valid);
+    if (x < p.dv) store4<T>(p, orow, srow, x, u, L, valid);
+    if (x == 0) store_scalars(p, orow, srow, M, L, valid);
   }
   if constexpr (FUSED) fused_combine<T, K::NT>(p, b, h, g, &row_flag, reinterpret_cast<float *>(stages));
 }
@@ -1003,19 +1040,23 @@ __global__ void __launch_bounds__(NT) decode_split_kv_combine(const dkb_decode_p
       sl[at] = s;
     }
     __syncthreads();
-#pragma unroll 4
-    for (int k = warp; k < nv; k += NW) {
-      const WS *src = ws + srow(sl[k]) * p.dv;
-      const float wk = wt[k];
+    // a warp's slots k = warp (mod NW), six slots' loads issued before the first is used, summed in slot order
+    // (eight spill at 1024 threads)
+    constexpr int kBatch = 6;
 #pragma unroll
-      for (int j = 0; j < 2; j++) {
-        const int x = j * 128 + lane * 4;
-        if (x < p.dv) {
-          float v[4];
-          load4<WS>(src + x, v);
+    for (int j = 0; j < 2; j++) {
+      const int x = j * 128 + lane * 4;
+      if (j * 128 >= p.dv) break;
+      for (int k0 = warp; k0 < nv; k0 += kBatch * NW) {
+        float v[kBatch][4];
 #pragma unroll
-          for (int e = 0; e < 4; e++) acc[j][e] += wk * v[e];
-        }
+        for (int q = 0; q < kBatch; q++)
+          if (k0 + q * NW < nv && x < p.dv) load4<WS>(ws + srow(sl[k0 + q * NW]) * p.dv + x, v[q]);
+#pragma unroll
+        for (int q = 0; q < kBatch; q++)
+          if (k0 + q * NW < nv)
+#pragma unroll
+            for (int e = 0; e < 4; e++) acc[j][e] += wt[k0 + q * NW] * v[q][e];
       }
     }
     __syncthreads();  // wt, sl and cnt are refilled by the next chunk

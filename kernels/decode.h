@@ -60,6 +60,10 @@ struct dkb_decode_params {
   const int32_t *item_b;          /* [n_items] */
   const int64_t *item_lo, *item_hi;
   const int32_t *item_slot;       /* global slot; request b owns slots [slot_indptr[b], slot_indptr[b+1]) */
+  const int64_t *item_n;          /* [n_items] kv_len[item_b] */
+  const int64_t *item_base;       /* [n_items] the request's layout base (harness/plan.h): contiguous NHD
+                                   * cache_row * T_cap, HND cache_row, ragged indptr[b], paged dense
+                                   * cache_row * table_width, paged CSR page_indptr[b] */
   const int32_t *slot_indptr;     /* [B+1] */
   int total_slots;
   int direct;                     /* 1: every request has exactly one item: O is written without a workspace */
