@@ -99,17 +99,98 @@ enum { kPlanWaveCtasPerSm = 2 };
  * of 8-tile CTAs (split 8, 28.6 us) at 0.9 us per tile, about 9 tiles. */
 enum { kPlanCtaCostTiles = 9 };
 
-int plan_auto_splits(int64_t blocks, int slots, int64_t kv_tiles, int max_splits) {
-  if (blocks < 1 || slots < 1 || kv_tiles < 1 || max_splits < 1) return -1;
-  /* enough (request, K/V head) blocks to fill most of a wave unsplit: FlashAttention-2's early exit */
+static int cmp_desc(const void *a, const void *b) {
+  const int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+  return x > y ? -1 : x < y;
+}
+
+/* Makespan of greedy list scheduling of the CTA costs (sorted longest first) on `slots` workers; heap
+ * is scratch for `slots` finish times. */
+static int64_t lpt_makespan(const int64_t *cost, int64_t n, int64_t *heap, int slots) {
+  int64_t end = 0;
+  for (int i = 0; i < slots; i++) heap[i] = 0;
+  for (int64_t k = 0; k < n; k++) {
+    int64_t f = heap[0] + cost[k];
+    end = f > end ? f : end;
+    /* sift the root down with its new finish time (min-heap) */
+    int i = 0;
+    for (;;) {
+      int l = 2 * i + 1, r = l + 1, m = i;
+      int64_t v = f;
+      if (l < slots && heap[l] < v) { m = l; v = heap[l]; }
+      if (r < slots && heap[r] < v) m = r;
+      if (m == i) break;
+      heap[i] = heap[m];
+      i = m;
+    }
+    heap[i] = f;
+  }
+  return end;
+}
+
+int plan_auto_splits(const int64_t *tiles, int n, int heads, int slots, int max_splits) {
+  if (n < 1 || heads < 1 || slots < 1 || max_splits < 1) return -1;
+  int64_t max_tiles = 0, total = 0;
+  for (int b = 0; b < n; b++) {
+    if (tiles[b] < 0) return -1;
+    max_tiles = tiles[b] > max_tiles ? tiles[b] : max_tiles;
+    total += tiles[b];
+  }
+  if (max_tiles < 1) return 1;
+  /* enough (request, K/V head) blocks, in units of the longest request, to fill most of a wave
+   * unsplit: FlashAttention-2's early exit */
+  const int64_t blocks = (total + max_tiles - 1) / max_tiles * heads;
   if (blocks * 5 >= (int64_t)slots * 4) return 1;
-  int64_t cap = max_splits < kv_tiles ? max_splits : kv_tiles, best = 0;
+  const int64_t cap = max_splits < max_tiles ? max_splits : max_tiles;
+  int64_t most = 0;  /* CTAs at the largest split */
+  for (int b = 0; b < n; b++) most += tiles[b] > cap ? cap : (tiles[b] > 0 ? tiles[b] : 1);
+  most *= heads;
+  int64_t *cost = malloc((size_t)most * sizeof *cost), *heap = malloc((size_t)slots * sizeof *heap), best = 0, prev_chunk = 0;
   int best_s = 1;
   for (int64_t s = 1; s <= cap; s++) {
-    const int64_t waves = (blocks * s + slots - 1) / slots, cost = waves * ((kv_tiles + s - 1) / s + kPlanCtaCostTiles);
-    if (s == 1 || cost < best) { best = cost; best_s = (int)s; }  /* ties keep the smaller split */
+    const int64_t chunk = (max_tiles + s - 1) / s;
+    if (chunk == prev_chunk) continue;  /* the same pieces as a smaller s */
+    prev_chunk = chunk;
+    int64_t k = 0;
+    for (int b = 0; b < n; b++) {
+      const int64_t pieces = tiles[b] > 0 ? (tiles[b] + chunk - 1) / chunk : 1;
+      for (int64_t q = 0; q < pieces; q++) {
+        long long lo, hi;
+        ss_balanced_bounds(tiles[b], pieces, q, &lo, &hi);
+        for (int h = 0; h < heads; h++) cost[k++] = (hi - lo) + kPlanCtaCostTiles;
+      }
+    }
+    qsort(cost, (size_t)k, sizeof *cost, cmp_desc);
+    const int64_t t = lpt_makespan(cost, k, heap, slots);
+    if (s == 1 || t < best) { best = t; best_s = (int)s; }  /* ties keep the smaller split */
   }
+  free(cost);
+  free(heap);
   return best_s;
+}
+
+/* Longest item first, then plan order: the launch order of the producer's CTAs (item-major, every K/V
+ * head of an item together), so a ragged batch's long pieces start in the first wave (LPT). */
+static int64_t *g_sort_len;
+static int cmp_item(const void *a, const void *b) {
+  const int x = *(const int *)a, y = *(const int *)b;
+  if (g_sort_len[x] != g_sort_len[y]) return g_sort_len[x] > g_sort_len[y] ? -1 : 1;
+  return (x > y) - (x < y);
+}
+static void order_longest_first(struct decode_plan *p) {
+  const int n = p->n_items;
+  int *idx = malloc((size_t)n * sizeof *idx);
+  int64_t *len = malloc((size_t)n * sizeof *len);
+  for (int i = 0; i < n; i++) { idx[i] = i; len[i] = p->item_hi[i] - p->item_lo[i]; }
+  g_sort_len = len;
+  qsort(idx, (size_t)n, sizeof *idx, cmp_item);
+#define PERMUTE(field, type) do { type *t = malloc((size_t)n * sizeof *t); \
+    for (int i = 0; i < n; i++) { t[i] = p->field[idx[i]]; } free(p->field); p->field = t; } while (0)
+  PERMUTE(item_b, int32_t); PERMUTE(item_lo, int64_t); PERMUTE(item_hi, int64_t); PERMUTE(item_slot, int32_t);
+  PERMUTE(item_n, int64_t); PERMUTE(item_base, int64_t);
+#undef PERMUTE
+  free(idx);
+  free(len);
 }
 
 int plan_build(const struct decode_call *c, const struct decode_inputs *in, const struct plan_opts *o,
@@ -144,13 +225,15 @@ int plan_build(const struct decode_call *c, const struct decode_inputs *in, cons
      * T8192 split 2 0.851 of the roofline vs 3 0.826; B8 T16384 MHA split 1 0.967 vs 3 0.922). */
     int sms = o->sm_count > 0 ? o->sm_count : 132;
     int per = o->ctas_per_sm > 0 && o->ctas_per_sm < kPlanWaveCtasPerSm ? o->ctas_per_sm : kPlanWaveCtasPerSm;
-    int64_t total = 0;
-    for (int b = 0; b < c->B; b++)
-      for (int i = 0; i < nr[b]; i++) total += (rs[b][i].e - rs[b][i].a + T - 1) / T;
-    int64_t b_eff = max_tiles > 0 ? (total + max_tiles - 1) / max_tiles : c->B;
+    int64_t *vt = malloc((size_t)c->B * sizeof *vt);
+    for (int b = 0; b < c->B; b++) {
+      int64_t vis = 0;
+      for (int i = 0; i < nr[b]; i++) vis += rs[b][i].e - rs[b][i].a;
+      vt[b] = (vis + T - 1) / T;
+    }
     p->heuristic_sms = sms * per;
-    int s = plan_auto_splits((b_eff > 0 ? b_eff : 1) * c->H_kv, p->heuristic_sms, max_tiles > 0 ? max_tiles : 1,
-                             c->max_splits);
+    int s = plan_auto_splits(vt, c->B, c->H_kv, p->heuristic_sms, c->max_splits);
+    free(vt);
     if (s < 1) {
       free(nr);
       for (int b = 0; b < c->B; b++) free(rs[b]);
@@ -188,6 +271,7 @@ int plan_build(const struct decode_call *c, const struct decode_inputs *in, cons
   free(rs);
   free(nr);
   if (c->split_policy != SPLIT_FIXED) p->splits = p->capacity = p->max_slots;
+  order_longest_first(p);
   p->direct = p->max_slots == 1;
   if (!p->direct) {
     const int rows_per_head = (c->H_q / c->H_kv) * c->C;
@@ -232,7 +316,7 @@ json_t *plan_json(const struct decode_call *c, const struct decode_plan *p) {
   json_object_set_new(j, "combine", json_string(plan_combine_name(p)));
   if (c->split_policy == SPLIT_AUTO) {
     char rule[96];
-    snprintf(rule, sizeof rule, "wave model: min over s of ceil(blocks*s/slots) * (ceil(tiles/s) + %d)", kPlanCtaCostTiles);
+    snprintf(rule, sizeof rule, "min over s of the LPT makespan of CTAs of (tiles + %d) on heuristic_sms workers", kPlanCtaCostTiles);
     json_object_set_new(j, "split_rule", json_string(rule));
     json_object_set_new(j, "heuristic_sms", json_integer(p->heuristic_sms));
     json_object_set_new(j, "chunk_tiles", json_integer(p->chunk_tiles));

@@ -4,9 +4,9 @@
  * never owns only skipped tiles. Visible keys are then cut by the split policy into work items; each
  * item owns one state slot. Fixed S cuts at key granularity with the balanced quotient/remainder
  * bounds of 0x03B (a capacity envelope S_capacity > S adds identity-writing items); chunk and auto
- * cut at tile granularity, auto taking S from a wave model of the producer (plan_auto_splits) with
- * the device's SM count times the kernel's CTAs per SM, applied to the batch's work in units of its
- * longest request (so a ragged batch is balanced: no item holds more than ceil(max_tiles / S) tiles). A plan whose requests all have exactly one
+ * cut at tile granularity, auto taking S from a schedule model of the producer (plan_auto_splits) with
+ * the device's SM count times the kernel's CTAs per SM (no item holds more than ceil(max_tiles / S)
+ * tiles). Items are ordered longest first: the producer launches them in that order. A plan whose requests all have exactly one
  * slot writes O directly and launches no combine kernel; a plan with few slots per request has them
  * merged by the producer's last CTA (fused), otherwise the combine kernel merges them. */
 #ifndef DKB_PLAN_H
@@ -51,14 +51,17 @@ struct decode_plan {
   int64_t chunk_tiles;     /* auto: most tiles one item holds */
 };
 
-/* The auto policy's split count: the s in [1, min(max_splits, kv_tiles)] that minimizes a wave model of
- * the producer's time, waves(s) * (ceil(kv_tiles / s) + a CTA's fixed cost in tiles), waves(s) =
- * ceil(blocks * s / slots); ties go to the smaller s (fewer partial states), and blocks >= 0.8 * slots
- * takes 1 (FlashAttention-2's early exit). blocks: (request, K/V head) pairs in units of the longest
- * request; slots: CTAs one wave holds. -1 when an argument is < 1. FlashAttention-2's own rule (the
- * smallest s within 85 % of the best wave efficiency, oracles/schedule.h) chose one split fewer than
- * the fastest on the H200 at B4 T4096 (+6.3 %) and for a ragged batch (+2.7 %). */
-int plan_auto_splits(int64_t blocks, int slots, int64_t kv_tiles, int max_splits);
+/* The auto policy's split count for requests of tiles[0..n) visible tiles per K/V head: the s in
+ * [1, min(max_splits, max tiles)] whose plan (pieces of at most ceil(max tiles / s) tiles, heads CTAs
+ * each) has the shortest makespan under greedy longest-first list scheduling on `slots` workers, a CTA
+ * costing its tiles plus a fixed cost (prologue, merge, slot merge: 9 tile times, fitted on the H200).
+ * The kernel launches items longest first, so the model is the schedule the GPU runs. For a uniform
+ * batch this is the wave model waves(s) * (ceil(tiles / s) + 9); for a ragged batch it also prices the
+ * long pieces' tail. Ties go to the smaller s (fewer partial states), and a batch whose blocks in units
+ * of its longest request fill >= 0.8 of the slots takes 1 (FlashAttention-2's early exit). -1 on a bad
+ * argument. FlashAttention-2's own rule (the smallest s within 85 % of the best wave efficiency,
+ * oracles/schedule.h) chose one split fewer than the fastest on the H200 at B4 T4096 (+6.3 %). */
+int plan_auto_splits(const int64_t *tiles, int n, int heads, int slots, int max_splits);
 int plan_build(const struct decode_call *c, const struct decode_inputs *in, const struct plan_opts *o,
                struct decode_plan *p, struct dkb_err *err);
 void plan_release(struct decode_plan *p);

@@ -417,7 +417,7 @@ __global__ void __launch_bounds__(NT) decode_split_kv_producer(const dkb_decode_
   float *p_s = reinterpret_cast<float *>(smem + kStages * K::STAGE_BYTES + K::Q_BYTES);  // [NTOK][R_MAX]
   float *m_s = p_s + K::NTOK * R_MAX, *l_s = m_s + R_MAX, *a_s = l_s + R_MAX;    // per row: m (log2), l, alpha
 
-  const int tid = threadIdx.x, item = blockIdx.x, h = blockIdx.y;
+  const int tid = threadIdx.x, item = blockIdx.x / p.H_kv, h = blockIdx.x % p.H_kv;  // item-major: the plan's order
   const int b = p.item_b[item];
   const int64_t lo = p.item_lo[item], hi = p.item_hi[item];
   const int g = p.H_q / p.H_kv, C = p.C, R = g * C;
@@ -783,7 +783,7 @@ __device__ __forceinline__ void producer_mma(const dkb_decode_params &p) {
   constexpr int KS = D_PAD / 16;  // 16-wide k steps of q.k and 16-wide n steps of p.V
   extern __shared__ __align__(16) unsigned char smem[];
   unsigned char *stages = smem, *q_s = smem + K::ST * K::STAGE_BYTES;
-  const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5, item = blockIdx.x, h = blockIdx.y;
+  const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5, item = blockIdx.x / p.H_kv, h = blockIdx.x % p.H_kv;
   const int b = p.item_b[item];
   const int64_t lo = p.item_lo[item], hi = p.item_hi[item];
   const int g = p.H_q / p.H_kv, C = p.C, R = g * C;
@@ -1318,7 +1318,10 @@ extern "C" int dkb_decode_launch(const struct dkb_decode_params *p, void *stream
   cudaError_t e = cudaFuncSetAttribute((const void *)fn, cudaFuncAttributeMaxDynamicSharedMemorySize, in.smem);
   if (e != cudaSuccess) return (int)e;
   if (p->n_items > 0) {
-    dim3 grid((unsigned)p->n_items, (unsigned)p->H_kv);
+    // One CTA per (item, K/V head), item-major: CTAs start in the plan's order (longest item first).
+    const int64_t ctas = (int64_t)p->n_items * p->H_kv;
+    if (ctas > 0x7fffffff) return (int)cudaErrorInvalidValue;
+    dim3 grid((unsigned)ctas);
     fn<<<grid, in.nt, in.smem, st>>>(*p);
     if ((e = cudaGetLastError()) != cudaSuccess) return (int)e;
   }
