@@ -417,7 +417,8 @@ __global__ void __launch_bounds__(NT) decode_split_kv_producer(const dkb_decode_
   float *p_s = reinterpret_cast<float *>(smem + kStages * K::STAGE_BYTES + K::Q_BYTES);  // [NTOK][R_MAX]
   float *m_s = p_s + K::NTOK * R_MAX, *l_s = m_s + R_MAX, *a_s = l_s + R_MAX;    // per row: m (log2), l, alpha
 
-  const int tid = threadIdx.x, item = blockIdx.x / p.H_kv, h = blockIdx.x % p.H_kv;  // item-major: the plan's order
+  const int tid = threadIdx.x, item = blockIdx.y + blockIdx.z * gridDim.y, h = blockIdx.x;  // item-major grid
+  if (item >= p.n_items) return;  // the last z slice of a plan with more than 65535 items
   const int b = p.item_b[item];
   const int64_t lo = p.item_lo[item], hi = p.item_hi[item];
   const int g = p.H_q / p.H_kv, C = p.C, R = g * C;
@@ -609,14 +610,7 @@ __global__ void __launch_bounds__(NT) decode_split_kv_producer(const dkb_decode_
   }
 }
 
-// ---- fused combine: the last CTA of a (request, K/V head) group merges the group's slots (0x03C) -----
-// One launch instead of two. Measured on the H200 against the PDL-launched combine kernel: equal within
-// noise at 2-29 slots per request, 1.5-2 us faster on the split-2 sliding-window call; a first version
-// that re-read the slot scalars per pass and fenced every thread was 2 us slower at 7-29 slots. Every
-// producer CTA publishes its slot (stores, barrier, one release) and then counts itself in; the CTA whose count
-// completes the request's slots reads them back from L2 (ld.cg: L1 is not coherent across SMs), writes O
-// and LSE and resets the counter for the next call (graph replay needs no memset). One warp per query
-// row, four dims per lane (d_v <= 128), slots summed in slot order whichever CTA is last: deterministic.
+// ---- merging slots from the workspace (fused combine and combine kernel) ---------------------------
 // Four workspace values widened to floats, read through L2 (ld.cg): other CTAs or the previous kernel
 // wrote them, so L1 holds nothing useful (and is not coherent across SMs).
 template <typename WS> __device__ __forceinline__ void load4(const WS *p, float v[4]);
@@ -654,6 +648,14 @@ __device__ __forceinline__ void sum_slots(const void *ws, int64_t row0, int64_t 
   }
 }
 
+// ---- fused combine: the last CTA of a (request, K/V head) group merges the group's slots (0x03C) -----
+// One launch instead of two. Measured on the H200 against the PDL-launched combine kernel: equal within
+// noise at 2-29 slots per request, 1.5-2 us faster on the split-2 sliding-window call; a first version
+// that re-read the slot scalars per pass and fenced every thread was 2 us slower at 7-29 slots. Every
+// producer CTA publishes its slot (stores, barrier, one release) and then counts itself in; the CTA whose count
+// completes the request's slots reads them back from L2 (ld.cg: L1 is not coherent across SMs), writes O
+// and LSE and resets the counter for the next call (graph replay needs no memset). One warp per query
+// row, four dims per lane (d_v <= 128), slots summed in slot order whichever CTA is last: deterministic.
 // scratch: 64 words per warp of free shared memory (the producer's stages, idle by now).
 template <typename T, int NT>
 __device__ void fused_combine(const dkb_decode_params &p, int b, int h, int g, int *last, float *scratch) {
@@ -783,7 +785,8 @@ __device__ __forceinline__ void producer_mma(const dkb_decode_params &p) {
   constexpr int KS = D_PAD / 16;  // 16-wide k steps of q.k and 16-wide n steps of p.V
   extern __shared__ __align__(16) unsigned char smem[];
   unsigned char *stages = smem, *q_s = smem + K::ST * K::STAGE_BYTES;
-  const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5, item = blockIdx.x / p.H_kv, h = blockIdx.x % p.H_kv;
+  const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5, item = blockIdx.y + blockIdx.z * gridDim.y, h = blockIdx.x;
+  if (item >= p.n_items) return;  // the last z slice of a plan with more than 65535 items
   const int b = p.item_b[item];
   const int64_t lo = p.item_lo[item], hi = p.item_hi[item];
   const int g = p.H_q / p.H_kv, C = p.C, R = g * C;
@@ -1309,19 +1312,27 @@ extern "C" int dkb_decode_occupancy(int dtype, int dk, int dv, int rows) {
   return n;
 }
 
+// The producer a launch with these parameters runs (the fused one when the plan merges in the producer),
+// or null when there is none.
+static producer_fn producer_for(const dkb_decode_params &p, Instance *in) {
+  if (!pick(p.dtype, p.dk, p.dv, (p.H_q / p.H_kv) * p.C, in)) return nullptr;
+  if (!p.fused) return in->fn;
+  return p.direct ? nullptr : in->fused;
+}
+
 extern "C" int dkb_decode_launch(const struct dkb_decode_params *p, void *stream) {
   Instance in;
-  if (!pick(p->dtype, p->dk, p->dv, (p->H_q / p->H_kv) * p->C, &in)) return (int)cudaErrorInvalidValue;
-  if (p->fused && (p->direct || !in.fused || !p->combine_count)) return (int)cudaErrorInvalidValue;
-  const producer_fn fn = p->fused ? in.fused : in.fn;
+  const producer_fn fn = producer_for(*p, &in);
+  if (!fn || (p->fused && !p->combine_count)) return (int)cudaErrorInvalidValue;
   cudaStream_t st = (cudaStream_t)stream;
   cudaError_t e = cudaFuncSetAttribute((const void *)fn, cudaFuncAttributeMaxDynamicSharedMemorySize, in.smem);
   if (e != cudaSuccess) return (int)e;
   if (p->n_items > 0) {
-    // One CTA per (item, K/V head), item-major: CTAs start in the plan's order (longest item first).
-    const int64_t ctas = (int64_t)p->n_items * p->H_kv;
-    if (ctas > 0x7fffffff) return (int)cudaErrorInvalidValue;
-    dim3 grid((unsigned)ctas);
+    // One CTA per (K/V head, item): x the head, y (and z past 65535 items) the item, so CTAs start
+    // item-major, in the plan's order (longest item first); block indices need no division, which
+    // cost the tensor-core producer 16 bytes of spill.
+    const unsigned ny = p->n_items < 65535 ? (unsigned)p->n_items : 65535u;
+    dim3 grid((unsigned)p->H_kv, ny, (unsigned)((p->n_items + 65534) / 65535));
     fn<<<grid, in.nt, in.smem, st>>>(*p);
     if ((e = cudaGetLastError()) != cudaSuccess) return (int)e;
   }
@@ -1382,9 +1393,9 @@ extern "C" int dkb_decode_kernels(const struct dkb_decode_params *p, int family,
     return n + 1;
   }
   Instance in;
-  if (!pick(p->dtype, p->dk, p->dv, (p->H_q / p->H_kv) * p->C, &in)) return -(int)cudaErrorInvalidValue;
-  if (p->fused && !in.fused) return -(int)cudaErrorInvalidValue;
-  if (n < cap && (rc = kernel_info((const void *)(p->fused ? in.fused : in.fn), p->fused ? 4 : 0, (size_t)in.smem, &out[n]))) return rc;
+  const producer_fn fn = producer_for(*p, &in);
+  if (!fn) return -(int)cudaErrorInvalidValue;
+  if (n < cap && (rc = kernel_info((const void *)fn, p->fused ? 4 : 0, (size_t)in.smem, &out[n]))) return rc;
   n++;
   if (!p->direct && !p->fused && n < cap) {
     if ((rc = kernel_info((const void *)pick_combine(*p).fn, 1, 0, &out[n]))) return rc;
