@@ -200,13 +200,14 @@ int plan_build(const struct decode_call *c, const struct decode_inputs *in, cons
   struct builder bl = {p, &in->L, 0};
   struct range **rs = calloc((size_t)c->B, sizeof *rs);
   int *nr = calloc((size_t)c->B, sizeof *nr);
-  int64_t max_tiles = 0;
+  int64_t max_tiles = 0, *vt = calloc((size_t)c->B, sizeof *vt);  /* visible tiles of each request */
   for (int b = 0; b < c->B; b++) {
     nr[b] = visible_ranges(c, in, b, T, &rs[b], p->tiles);
     int64_t vis = 0;
     for (int i = 0; i < nr[b]; i++) vis += rs[b][i].e - rs[b][i].a;
     p->visible_keys += vis;
-    if ((vis + T - 1) / T > max_tiles) max_tiles = (vis + T - 1) / T;
+    vt[b] = (vis + T - 1) / T;
+    if (vt[b] > max_tiles) max_tiles = vt[b];
   }
   switch (c->split_policy) {
   case SPLIT_FIXED:
@@ -217,24 +218,17 @@ int plan_build(const struct decode_call *c, const struct decode_inputs *in, cons
     p->splits = 0;  /* per request below */
     break;
   default: {
-    /* The batch's work expressed as B_eff requests as long as the longest one (for a uniform batch
-     * B_eff = B); a ragged batch gives the long requests S pieces and shorter ones proportionally
-     * fewer, so every item holds at most ceil(max_tiles / S) tiles and the work is balanced across CTAs.
-     * The wave counts at most 2 CTAs per SM even where 3 are resident: the third hides latency, but
-     * splitting the work to fill it costs more (combine, per-CTA prologue) than it gains (H200: B16
-     * T8192 split 2 0.851 of the roofline vs 3 0.826; B8 T16384 MHA split 1 0.967 vs 3 0.922). */
+    /* Every request is cut into pieces of at most ceil(max_tiles / S) tiles (a shorter request into
+     * proportionally fewer), S from the schedule model over the requests' visible tiles. The schedule
+     * counts at most 2 CTAs per SM even where 3 are resident: the third hides latency, but splitting
+     * the work to fill it costs more (merge, per-CTA prologue) than it gains (H200: B16 T8192 split 2
+     * 0.851 of the roofline vs 3 0.826; B8 T16384 MHA split 1 0.967 vs 3 0.922). */
     int sms = o->sm_count > 0 ? o->sm_count : 132;
     int per = o->ctas_per_sm > 0 && o->ctas_per_sm < kPlanWaveCtasPerSm ? o->ctas_per_sm : kPlanWaveCtasPerSm;
-    int64_t *vt = malloc((size_t)c->B * sizeof *vt);
-    for (int b = 0; b < c->B; b++) {
-      int64_t vis = 0;
-      for (int i = 0; i < nr[b]; i++) vis += rs[b][i].e - rs[b][i].a;
-      vt[b] = (vis + T - 1) / T;
-    }
     p->heuristic_sms = sms * per;
     int s = plan_auto_splits(vt, c->B, c->H_kv, p->heuristic_sms, c->max_splits);
-    free(vt);
     if (s < 1) {
+      free(vt);
       free(nr);
       for (int b = 0; b < c->B; b++) free(rs[b]);
       free(rs);
@@ -260,7 +254,7 @@ int plan_build(const struct decode_call *c, const struct decode_inputs *in, cons
       else cut(&bl, b, rs[b], nr[b], pieces, T, 0);
     } else {
       /* auto: pieces of at most chunk_tiles tiles, never an empty piece */
-      int64_t tiles = (vis + T - 1) / T, pieces = (tiles + p->chunk_tiles - 1) / p->chunk_tiles;
+      int64_t pieces = (vt[b] + p->chunk_tiles - 1) / p->chunk_tiles;
       cut(&bl, b, rs[b], nr[b], pieces > 0 ? pieces : 1, T, 1);
     }
     p->slot_indptr[b + 1] = p->total_slots;
@@ -270,6 +264,7 @@ int plan_build(const struct decode_call *c, const struct decode_inputs *in, cons
   }
   free(rs);
   free(nr);
+  free(vt);
   if (c->split_policy != SPLIT_FIXED) p->splits = p->capacity = p->max_slots;
   order_longest_first(p);
   p->direct = p->max_slots == 1;

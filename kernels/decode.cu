@@ -191,6 +191,9 @@ struct TilePipe {
   int64_t j0;
   // Fast path for tiles wholly inside [lo, hi): per-thread byte addresses and strides, so a copy costs
   // an add (contiguous, ragged) or a shared-memory page id and a multiply-add (paged, P a power of two).
+  // Paged runs 1.80 -> 1.88 us per tile at B16 T8192 (H200). Tried and not kept, each measured against
+  // this code on the same machine: the next tile's pool rows computed while the current one is in
+  // flight (no change), and an L2 prefetch of the next tile's pages to warm the TLB (0.5 % slower).
   const unsigned char *kthr, *vthr;
   int64_t kstep, vstep, kpage_b, vpage_b;
   int ksz, vsz, pshift;
