@@ -171,10 +171,10 @@ int plan_auto_splits(const int64_t *tiles, int n, int heads, int slots, int max_
 
 /* Longest item first, then plan order: the launch order of the producer's CTAs (item-major, every K/V
  * head of an item together), so a ragged batch's long pieces start in the first wave (LPT). */
-static int64_t *g_sort_len;
-static int cmp_item(const void *a, const void *b) {
+static int cmp_item(const void *a, const void *b, void *lens) {
   const int x = *(const int *)a, y = *(const int *)b;
-  if (g_sort_len[x] != g_sort_len[y]) return g_sort_len[x] > g_sort_len[y] ? -1 : 1;
+  const int64_t *len = lens;
+  if (len[x] != len[y]) return len[x] > len[y] ? -1 : 1;
   return (x > y) - (x < y);
 }
 static void order_longest_first(struct decode_plan *p) {
@@ -182,8 +182,7 @@ static void order_longest_first(struct decode_plan *p) {
   int *idx = malloc((size_t)n * sizeof *idx);
   int64_t *len = malloc((size_t)n * sizeof *len);
   for (int i = 0; i < n; i++) { idx[i] = i; len[i] = p->item_hi[i] - p->item_lo[i]; }
-  g_sort_len = len;
-  qsort(idx, (size_t)n, sizeof *idx, cmp_item);
+  qsort_r(idx, (size_t)n, sizeof *idx, cmp_item, len);
 #define PERMUTE(field, type) do { type *t = malloc((size_t)n * sizeof *t); \
     for (int i = 0; i < n; i++) { t[i] = p->field[idx[i]]; } free(p->field); p->field = t; } while (0)
   PERMUTE(item_b, int32_t); PERMUTE(item_lo, int64_t); PERMUTE(item_hi, int64_t); PERMUTE(item_slot, int32_t);

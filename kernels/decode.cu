@@ -1060,7 +1060,7 @@ __global__ void __launch_bounds__(NT) decode_split_kv_combine(const dkb_decode_p
           if (k0 + q * NW < nv && x < p.dv) load4<WS>(ws + srow(sl[k0 + q * NW]) * p.dv + x, v[q]);
 #pragma unroll
         for (int q = 0; q < kBatch; q++)
-          if (k0 + q * NW < nv)
+          if (k0 + q * NW < nv && x < p.dv)
 #pragma unroll
             for (int e = 0; e < 4; e++) acc[j][e] += wt[k0 + q * NW] * v[q][e];
       }
