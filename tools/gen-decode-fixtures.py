@@ -21,7 +21,7 @@ RAGGED = [1, 3, 9, 27, 81, 129, 257, 3587, 4096]
 
 
 def case(name, desc, *, lens, hq=8, hkv=2, d=128, dv=None, dtype="bf16", cache=None, mask=None, split=None,
-         q_len=1, phase="decode", workspace=None, backend=None, seed=1, rows=None, graph=None, lse=None):
+         q_len=1, phase="decode", workspace=None, backend=None, seed=1, rows=None, graph=None, lse=None, count=None):
     doc = {
         "schema": "dkb.decode/v1",
         "name": name,
@@ -38,6 +38,8 @@ def case(name, desc, *, lens, hq=8, hkv=2, d=128, dv=None, dtype="bf16", cache=N
         "seed": seed,
         "tolerance": TOL[dtype],
     }
+    if count is not None:  # count requests of lens[0] keys each, in the compact form
+        doc["requests"] = {"count": count, "kv_len": lens[0]}
     if workspace:
         doc["workspace"] = workspace
     if backend:
@@ -120,6 +122,8 @@ def cases():
     yield case("split1-direct", "One split per request: O is written directly, no combine kernel.",
                lens=RAGGED, split={"policy": "fixed", "splits": 1})
     yield case("no-lse-fp16-mlu", "LSE not requested; fp16; (m,l,u) workspace.", lens=[3587, 81], dtype="fp16", lse=False)
+    yield case("many-items-grid-z", "8200 short requests split 8 ways: 65600 work items, more than one grid dimension "
+               "holds (65535), so the producer's grid uses z.", lens=[64], count=8200, hq=4, hkv=1, seed=3)
 
 
 def main():
