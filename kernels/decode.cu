@@ -628,23 +628,23 @@ template <> __device__ __forceinline__ void load4<__nv_bfloat16>(const __nv_bflo
   v[0] = a.x; v[1] = a.y; v[2] = c.x; v[3] = c.y;
 }
 
-// Sums w_q * payload(slot_q) over a warp's compacted list of weighted slots, in slot order. The loads of
-// sixteen slots are issued before the first is used (one L2 round trip per sixteen slots): eight at a
-// time left the last CTA of a 32-slot group 3 us behind the others (H200 timeline).
-template <typename WS>
-__device__ __forceinline__ void sum_slots(const void *ws, int64_t row0, int64_t row_stride, int x, const float *wt,
-                                          const int *sl, int nv, float acc[4]) {
-  constexpr int kBatch = 16;
+// Sums w_q * payload(slot_q) over the entries q = first, first + step, ... < n of a compacted list of
+// weighted slots (wt, sl), in that order: slot q's four values sit at row0 + sl[q] * row_stride + x.
+// BATCH entries' loads are issued before the first is used (one L2 round trip per BATCH): eight at a
+// time left the last CTA of a 32-slot fused group 3 us behind the others (H200 timeline).
+template <typename WS, int BATCH>
+__device__ __forceinline__ void sum_slots(const void *ws, int64_t row0, int row_stride, int x, const float *wt,
+                                          const int *sl, int first, int step, int n, float acc[4]) {
   const WS *u = reinterpret_cast<const WS *>(ws) + row0 + x;
-  for (int q0 = 0; q0 < nv; q0 += kBatch) {
-    float v[kBatch][4];
+  for (int q0 = first; q0 < n; q0 += BATCH * step) {
+    float v[BATCH][4];
 #pragma unroll
-    for (int k = 0; k < kBatch; k++)
-      if (q0 + k < nv) load4<WS>(u + sl[q0 + k] * row_stride, v[k]);
+    for (int k = 0; k < BATCH; k++)
+      if (q0 + k * step < n) load4<WS>(u + (int64_t)sl[q0 + k * step] * row_stride, v[k]);
 #pragma unroll
-    for (int k = 0; k < kBatch; k++)
-      if (q0 + k < nv) {
-        const float w = wt[q0 + k];
+    for (int k = 0; k < BATCH; k++)
+      if (q0 + k * step < n) {
+        const float w = wt[q0 + k * step];
 #pragma unroll
         for (int e = 0; e < 4; e++) acc[e] = fmaf(w, v[k][e], acc[e]);
       }
@@ -711,8 +711,8 @@ __device__ void fused_combine(const dkb_decode_params &p, int b, int h, int g, i
       sl[at] = s;
     }
     __syncwarp();
-    if (bf16) sum_slots<__nv_bfloat16>(p.ws_u, r0 * p.dv, rs * p.dv, x, wt, sl, __popc(bal), acc);
-    else sum_slots<float>(p.ws_u, r0 * p.dv, rs * p.dv, x, wt, sl, __popc(bal), acc);
+    if (bf16) sum_slots<__nv_bfloat16, 16>(p.ws_u, r0 * p.dv, (int)rs * p.dv, x, wt, sl, 0, 1, __popc(bal), acc);
+    else sum_slots<float, 16>(p.ws_u, r0 * p.dv, (int)rs * p.dv, x, wt, sl, 0, 1, __popc(bal), acc);
     __syncwarp();  // wt and sl are refilled by the next row
 #pragma unroll
     for (int off = 16; off > 0; off /= 2) L += __shfl_xor_sync(0xffffffffu, L, off);
@@ -1018,7 +1018,6 @@ __global__ void __launch_bounds__(NT) decode_split_kv_combine(const dkb_decode_p
   for (int w = 1; w < NW; w++) M = fmaxf(M, red[w]);
   __syncthreads();
   const bool any = M != -INFINITY;
-  const WS *ws = reinterpret_cast<const WS *>(p.ws_u);
   float L = 0.f, acc[2][4] = {{0.f, 0.f, 0.f, 0.f}, {0.f, 0.f, 0.f, 0.f}};
   for (int c0 = s0; c0 < s1 && any; c0 += NT) {
     /* weight of each slot of this chunk: exp(m - M) (times l for MLU); 0 for an invalid slot */
@@ -1046,24 +1045,13 @@ __global__ void __launch_bounds__(NT) decode_split_kv_combine(const dkb_decode_p
       sl[at] = s;
     }
     __syncthreads();
-    // a warp's slots k = warp (mod NW), six slots' loads issued before the first is used, summed in slot order
-    // (eight spill at 1024 threads)
-    constexpr int kBatch = 6;
+    // a warp's slots k = warp (mod NW), in order, five loads in flight (six spill at 1024 threads);
+    // slot s of this row sits at ((s * H_q + hq) * C + i) * d_v
 #pragma unroll
     for (int j = 0; j < 2; j++) {
       const int x = j * 128 + lane * 4;
-      if (j * 128 >= p.dv) break;
-      for (int k0 = warp; k0 < nv; k0 += kBatch * NW) {
-        float v[kBatch][4];
-#pragma unroll
-        for (int q = 0; q < kBatch; q++)
-          if (k0 + q * NW < nv && x < p.dv) load4<WS>(ws + srow(sl[k0 + q * NW]) * p.dv + x, v[q]);
-#pragma unroll
-        for (int q = 0; q < kBatch; q++)
-          if (k0 + q * NW < nv && x < p.dv)
-#pragma unroll
-            for (int e = 0; e < 4; e++) acc[j][e] += wt[k0 + q * NW] * v[q][e];
-      }
+      if (x < p.dv)
+        sum_slots<WS, 5>(p.ws_u, srow(0) * p.dv, p.H_q * p.C * p.dv, x, wt, sl, warp, NW, nv, acc[j]);
     }
     __syncthreads();  // wt, sl and cnt are refilled by the next chunk
   }
