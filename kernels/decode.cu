@@ -79,11 +79,9 @@ template <> struct Chunk<__nv_bfloat16> {
 // ---- async copies ---------------------------------------------------------------------------------
 // 16-byte global->shared copy that bypasses L1; src_bytes 0 writes zeros (tails, padded lanes), so a
 // poisoned (NaN) row past the context is never even read.
-// K/V are read once per call: full copies mark their lines evict-first, so streaming hundreds of MB does
-// not push the plan, the page table, Q and the split workspace out of L2 between calls. H200, same machine,
-// alternating: 0.6-4.5 % faster on every bench shape (B4 T4096 paged graph 28.3 -> 27.0 us). Zero-filling
-// copies (src_bytes < 16) stay unhinted: with a cache policy and a source size together they raised
-// "illegal instruction" on the H200 (CUDA 13).
+// K/V are read once per call: the copies mark their lines evict-first, so streaming hundreds of MB does not
+// push the plan, the page table, Q and the split workspace out of L2 between calls. H200, same machine,
+// alternating: 0.6-4.5 % faster on every bench shape (B4 T4096 paged graph 28.3 -> 27.0 us).
 __device__ __forceinline__ uint64_t evict_first() {
   uint64_t pol;
   asm("createpolicy.fractional.L2::evict_first.b64 %0, 1.0;\n" : "=l"(pol));
@@ -91,10 +89,8 @@ __device__ __forceinline__ uint64_t evict_first() {
 }
 __device__ __forceinline__ void cp_async16(void *smem, const void *gmem, int src_bytes) {
   unsigned s = (unsigned)__cvta_generic_to_shared(smem);
-  if (src_bytes == 16)
-    asm volatile("cp.async.cg.shared.global.L2::cache_hint.L2::128B [%0], [%1], 16, %2;\n" ::"r"(s), "l"(gmem), "l"(evict_first()));
-  else
-    asm volatile("cp.async.cg.shared.global.L2::128B [%0], [%1], 16, %2;\n" ::"r"(s), "l"(gmem), "r"(src_bytes));
+  asm volatile("cp.async.cg.shared.global.L2::cache_hint.L2::128B [%0], [%1], 16, %2, %3;\n" ::"r"(s), "l"(gmem),
+               "r"(src_bytes), "l"(evict_first()));
 }
 __device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::); }
 template <int N> __device__ __forceinline__ void cp_async_wait() { asm volatile("cp.async.wait_group %0;\n" ::"n"(N)); }
@@ -207,8 +203,10 @@ struct TilePipe {
   // Paged runs 1.80 -> 1.88 us per tile at B16 T8192 (H200). Part is the page order: with the pool in
   // logical order paged is +2.6 % over contiguous at B16 T8192, shuffled +5.3 %, shuffled 64- or 256-key
   // pages +3.1-3.4 % (same machine). Tried and not kept, each measured against this code on the same
-  // machine: the next tile's pool rows computed while the current one is in flight (no change), and an
-  // L2 prefetch of the next tile's pages to warm the TLB (0.5 % slower).
+  // machine: the next tile's pool rows computed while the current one is in flight (no change), an L2
+  // prefetch of the next tile's pages to warm the TLB (0.5 % slower), and both stages in flight with a
+  // second barrier per tile (0.3-1.7 % faster paged, 1.3-3 % slower contiguous, and it made 20 of the 31
+  // decode fixtures fail with "illegal instruction" at a copy, cause not found).
   const unsigned char *kthr, *vthr;
   int64_t kstep, vstep, kpage_b, vpage_b;
   int ksz, vsz, pshift;
@@ -766,8 +764,6 @@ struct MmaCfg {
   static_assert(RED_BYTES <= ST * STAGE_BYTES, "the merge buffer aliases the stages");
 };
 
-template <bool B> struct Flag { static constexpr bool value = B; };
-
 __device__ __forceinline__ int rswz(int row, int chunk) { return chunk ^ (row & 7); }
 
 template <typename T> __device__ __forceinline__ void mma16816(float c[4], const uint32_t a[4], uint32_t b0, uint32_t b1);
@@ -821,15 +817,8 @@ __device__ __forceinline__ void producer_mma(const dkb_decode_params &p) {
   pipe.init(p, tid, b, h, lo, hi, N, p.item_base[item], q_first, ring_t, ring_c, pg_smem);
   __syncthreads();
   auto pos = [](int tt, int c) { return tt * K::CH + rswz(tt, c); };
-  // Paged layouts keep both stages in flight (the next tile is issued as soon as its stage is consumed,
-  // at the cost of a second barrier per tile); contiguous ones issue the next tile when the current one
-  // arrives. H200, same machine, alternating, both with evict-first copies: both stages in flight is
-  // 0.3-1.7 % faster paged (B16 T8192, B1 T32768, B4 T4096 graph) and 1.3-3 % slower contiguous (B16
-  // T8192, B1 T32768, B1 T131072, B4 T4096 graph).
-  const bool deep = pipe.paged;
-  pipe.issue_next(0, stages, K::TILE_BYTES, pos, pos);
-  if (deep) pipe.issue_next(1, stages + K::STAGE_BYTES, K::TILE_BYTES, pos, pos);
-  static_assert(K::ST == 2, "the issue schedule below is written for two stages");
+#pragma unroll
+  for (int s = 0; s < K::ST - 1; s++) pipe.issue_next(s, stages + s * K::STAGE_BYTES, K::TILE_BYTES, pos, pos);
 
   // Rows r = j * C + i (query head h * g + j, query i), zero beyond R and beyond dk.
   for (int idx = tid; idx < K::ROWS * K::CH; idx += K::NT) {
@@ -848,92 +837,85 @@ __device__ __forceinline__ void producer_mma(const dkb_decode_params &p) {
   float m0 = -INFINITY, m1 = -INFINITY, l0 = 0.f, l1 = 0.f;  // rows lane/4 and lane/4 + 8
   const int r0 = lane >> 2, r1 = r0 + 8, kw = warp * 16;
   const bool rv0 = r0 < R, rv1 = r1 < R;
-  // The tile loop, compiled once per issue schedule (a cp.async wait depth is an immediate).
-  auto tile_loop = [&](auto deep_tag) {
-    constexpr bool DEEP = decltype(deep_tag)::value;
-    int stage = 0;
-    for (;;) {
-      cp_async_wait<DEEP ? 1 : 0>();
-      __syncthreads();
-      const int64_t t = ring_t[stage];
-      if (t < 0) break;
-      const bool partial = ring_c[stage] == T_PARTIAL;
-      if constexpr (!DEEP) pipe.issue_next(stage ^ 1, stages + (stage ^ 1) * K::STAGE_BYTES, K::TILE_BYTES, pos, pos);
-      const unsigned char *ks = stages + stage * K::STAGE_BYTES, *vs = ks + K::TILE_BYTES;
-      // ---- s = q.k for this warp's 16 keys: two 16x8 fragments ----
-      float sc[2][4] = {{0.f, 0.f, 0.f, 0.f}, {0.f, 0.f, 0.f, 0.f}};
+  int stage = 0;
+  for (;;) {
+    cp_async_wait<K::ST - 2>();
+    __syncthreads();
+    const int64_t t = ring_t[stage];
+    if (t < 0) break;
+    const bool partial = ring_c[stage] == T_PARTIAL;
+    {
+      const int sf = (stage + K::ST - 1) % K::ST;
+      pipe.issue_next(sf, stages + sf * K::STAGE_BYTES, K::TILE_BYTES, pos, pos);
+    }
+    const unsigned char *ks = stages + stage * K::STAGE_BYTES, *vs = ks + K::TILE_BYTES;
+    // ---- s = q.k for this warp's 16 keys: two 16x8 fragments ----
+    float sc[2][4] = {{0.f, 0.f, 0.f, 0.f}, {0.f, 0.f, 0.f, 0.f}};
 #pragma unroll
-      for (int k = 0; k < KS; k++) {
-        uint32_t bf[4], qk[4];
-        const int mi = lane >> 3, key = kw + (mi >> 1) * 8 + (lane & 7);
-        ldsm_x4(bf, ks + pos(key, k * 2 + (mi & 1)) * 16);
-        ldsm_x4(qk, q_s + pos((mi & 1) * 8 + (lane & 7), k * 2 + (mi >> 1)) * 16);  // Q re-read: 32 registers fewer
-        mma16816<T>(sc[0], qk, bf[0], bf[1]);
-        mma16816<T>(sc[1], qk, bf[2], bf[3]);
-      }
-      // ---- mask (range, padded rows, mask program) and scale into base 2 ----
-      if (partial) {
-        const int64_t kb = t * K::NTOK + kw + (lane & 3) * 2;
-#pragma unroll
-        for (int j = 0; j < 2; j++)
-#pragma unroll
-          for (int e = 0; e < 4; e++) {
-            const int row = e < 2 ? r0 : r1;
-            const int64_t key = kb + j * 8 + (e & 1);
-            const bool ok = key >= lo && key < hi && row < R && visible(p, b, q_first + row % C, key);
-            sc[j][e] = ok ? sc[j][e] * scale2 : -INFINITY;
-          }
-      } else {  // FULL: every key of the tile is in range and visible; only padded rows are dropped
-#pragma unroll
-        for (int j = 0; j < 2; j++)
-#pragma unroll
-          for (int e = 0; e < 4; e++) sc[j][e] = (e < 2 ? rv0 : rv1) ? sc[j][e] * scale2 : -INFINITY;
-      }
-      float mx0 = fmaxf(fmaxf(sc[0][0], sc[0][1]), fmaxf(sc[1][0], sc[1][1]));
-      float mx1 = fmaxf(fmaxf(sc[0][2], sc[0][3]), fmaxf(sc[1][2], sc[1][3]));
-      mx0 = fmaxf(mx0, __shfl_xor_sync(0xffffffffu, mx0, 1));
-      mx0 = fmaxf(mx0, __shfl_xor_sync(0xffffffffu, mx0, 2));
-      mx1 = fmaxf(mx1, __shfl_xor_sync(0xffffffffu, mx1, 1));
-      mx1 = fmaxf(mx1, __shfl_xor_sync(0xffffffffu, mx1, 2));
-      const float n0 = fmaxf(m0, mx0), n1 = fmaxf(m1, mx1);
-      // No visible key yet: keep the empty state; never form -inf - -inf (0x02C).
-      const float a0 = n0 == -INFINITY ? 1.f : ex2(m0 - n0), a1 = n1 == -INFINITY ? 1.f : ex2(m1 - n1);
-      // Subtracting 0 instead of an empty row's -inf max gives exp2(-inf) = 0 for its masked scores.
-      const float z0 = n0 == -INFINITY ? 0.f : n0, z1 = n1 == -INFINITY ? 0.f : n1;
-      float pr[2][4];
+    for (int k = 0; k < KS; k++) {
+      uint32_t bf[4], qk[4];
+      const int mi = lane >> 3, key = kw + (mi >> 1) * 8 + (lane & 7);
+      ldsm_x4(bf, ks + pos(key, k * 2 + (mi & 1)) * 16);
+      ldsm_x4(qk, q_s + pos((mi & 1) * 8 + (lane & 7), k * 2 + (mi >> 1)) * 16);  // Q re-read: 32 registers fewer
+      mma16816<T>(sc[0], qk, bf[0], bf[1]);
+      mma16816<T>(sc[1], qk, bf[2], bf[3]);
+    }
+    // ---- mask (range, padded rows, mask program) and scale into base 2 ----
+    if (partial) {
+      const int64_t kb = t * K::NTOK + kw + (lane & 3) * 2;
 #pragma unroll
       for (int j = 0; j < 2; j++)
 #pragma unroll
-        for (int e = 0; e < 4; e++) pr[j][e] = ex2(sc[j][e] - (e < 2 ? z0 : z1));
-      l0 = l0 * a0 + pr[0][0] + pr[0][1] + pr[1][0] + pr[1][1];
-      l1 = l1 * a1 + pr[0][2] + pr[0][3] + pr[1][2] + pr[1][3];
-      m0 = n0;
-      m1 = n1;
-      // Once the maxima settle, alpha is exactly 1 for the whole warp: skip the 4 * KS * 2 multiplies.
-      if (__any_sync(0xffffffffu, a0 != 1.f || a1 != 1.f)) {
+        for (int e = 0; e < 4; e++) {
+          const int row = e < 2 ? r0 : r1;
+          const int64_t key = kb + j * 8 + (e & 1);
+          const bool ok = key >= lo && key < hi && row < R && visible(p, b, q_first + row % C, key);
+          sc[j][e] = ok ? sc[j][e] * scale2 : -INFINITY;
+        }
+    } else {  // FULL: every key of the tile is in range and visible; only padded rows are dropped
 #pragma unroll
-        for (int n = 0; n < 2 * KS; n++) { o[n][0] *= a0; o[n][1] *= a0; o[n][2] *= a1; o[n][3] *= a1; }
-      }
-      // ---- o += p . v ----
-      const uint32_t pa[4] = {pack2<T>(pr[0][0], pr[0][1]), pack2<T>(pr[0][2], pr[0][3]), pack2<T>(pr[1][0], pr[1][1]),
-                              pack2<T>(pr[1][2], pr[1][3])};
+      for (int j = 0; j < 2; j++)
 #pragma unroll
-      for (int n = 0; n < KS; n++) {
-        uint32_t vb[4];
-        const int mi = lane >> 3, key = kw + (mi & 1) * 8 + (lane & 7);
-        ldsm_x4_t(vb, vs + pos(key, n * 2 + (mi >> 1)) * 16);
-        mma16816<T>(o[2 * n], pa, vb[0], vb[1]);
-        mma16816<T>(o[2 * n + 1], pa, vb[2], vb[3]);
-      }
-      if constexpr (DEEP) {
-        __syncthreads();  // every warp is done with this stage: refill it
-        pipe.issue_next(stage, stages + stage * K::STAGE_BYTES, K::TILE_BYTES, pos, pos);
-      }
-      stage ^= 1;
+        for (int e = 0; e < 4; e++) sc[j][e] = (e < 2 ? rv0 : rv1) ? sc[j][e] * scale2 : -INFINITY;
     }
-  };
-  if (deep) tile_loop(Flag<true>{});
-  else tile_loop(Flag<false>{});
+    float mx0 = fmaxf(fmaxf(sc[0][0], sc[0][1]), fmaxf(sc[1][0], sc[1][1]));
+    float mx1 = fmaxf(fmaxf(sc[0][2], sc[0][3]), fmaxf(sc[1][2], sc[1][3]));
+    mx0 = fmaxf(mx0, __shfl_xor_sync(0xffffffffu, mx0, 1));
+    mx0 = fmaxf(mx0, __shfl_xor_sync(0xffffffffu, mx0, 2));
+    mx1 = fmaxf(mx1, __shfl_xor_sync(0xffffffffu, mx1, 1));
+    mx1 = fmaxf(mx1, __shfl_xor_sync(0xffffffffu, mx1, 2));
+    const float n0 = fmaxf(m0, mx0), n1 = fmaxf(m1, mx1);
+    // No visible key yet: keep the empty state; never form -inf - -inf (0x02C).
+    const float a0 = n0 == -INFINITY ? 1.f : ex2(m0 - n0), a1 = n1 == -INFINITY ? 1.f : ex2(m1 - n1);
+    // Subtracting 0 instead of an empty row's -inf max gives exp2(-inf) = 0 for its masked scores.
+    const float z0 = n0 == -INFINITY ? 0.f : n0, z1 = n1 == -INFINITY ? 0.f : n1;
+    float pr[2][4];
+#pragma unroll
+    for (int j = 0; j < 2; j++)
+#pragma unroll
+      for (int e = 0; e < 4; e++) pr[j][e] = ex2(sc[j][e] - (e < 2 ? z0 : z1));
+    l0 = l0 * a0 + pr[0][0] + pr[0][1] + pr[1][0] + pr[1][1];
+    l1 = l1 * a1 + pr[0][2] + pr[0][3] + pr[1][2] + pr[1][3];
+    m0 = n0;
+    m1 = n1;
+    // Once the maxima settle, alpha is exactly 1 for the whole warp: skip the 4 * KS * 2 multiplies.
+    if (__any_sync(0xffffffffu, a0 != 1.f || a1 != 1.f)) {
+#pragma unroll
+      for (int n = 0; n < 2 * KS; n++) { o[n][0] *= a0; o[n][1] *= a0; o[n][2] *= a1; o[n][3] *= a1; }
+    }
+    // ---- o += p . v ----
+    const uint32_t pa[4] = {pack2<T>(pr[0][0], pr[0][1]), pack2<T>(pr[0][2], pr[0][3]), pack2<T>(pr[1][0], pr[1][1]),
+                            pack2<T>(pr[1][2], pr[1][3])};
+#pragma unroll
+    for (int n = 0; n < KS; n++) {
+      uint32_t vb[4];
+      const int mi = lane >> 3, key = kw + (mi & 1) * 8 + (lane & 7);
+      ldsm_x4_t(vb, vs + pos(key, n * 2 + (mi >> 1)) * 16);
+      mma16816<T>(o[2 * n], pa, vb[0], vb[1]);
+      mma16816<T>(o[2 * n + 1], pa, vb[2], vb[3]);
+    }
+    stage = (stage + 1) % K::ST;
+  }
   cp_async_wait<0>();
   __syncthreads();  // stages are free: they hold the warps' states for the merge
 #if __CUDA_ARCH__ >= 900
