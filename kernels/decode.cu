@@ -79,25 +79,9 @@ template <> struct Chunk<__nv_bfloat16> {
 // ---- async copies ---------------------------------------------------------------------------------
 // 16-byte global->shared copy that bypasses L1; src_bytes 0 writes zeros (tails, padded lanes), so a
 // poisoned (NaN) row past the context is never even read.
-// EVICT_FIRST: K/V are read once per call, so the tensor-core producers mark their copies evict-first and
-// streaming hundreds of MB does not push the plan, the page table, Q and the split workspace out of L2
-// between calls (H200, same machine, alternating: 0.6-4.5 % faster on every bench shape; B4 T4096 paged
-// graph 28.3 -> 27.0 us). The CUDA-core producers copy unhinted: in their instances that spill (fp32,
-// 128 rows, d = 256) a hinted copy raised "illegal instruction" on the H200 (CUDA 13), cause not found;
-// the GPU fixture test covers every instance the fixtures reach.
-__device__ __forceinline__ uint64_t evict_first() {
-  uint64_t pol;
-  asm("createpolicy.fractional.L2::evict_first.b64 %0, 1.0;\n" : "=l"(pol));
-  return pol;
-}
-template <bool EVICT_FIRST>
 __device__ __forceinline__ void cp_async16(void *smem, const void *gmem, int src_bytes) {
   unsigned s = (unsigned)__cvta_generic_to_shared(smem);
-  if constexpr (EVICT_FIRST)
-    asm volatile("cp.async.cg.shared.global.L2::cache_hint.L2::128B [%0], [%1], 16, %2, %3;\n" ::"r"(s), "l"(gmem),
-                 "r"(src_bytes), "l"(evict_first()));
-  else
-    asm volatile("cp.async.cg.shared.global.L2::128B [%0], [%1], 16, %2;\n" ::"r"(s), "l"(gmem), "r"(src_bytes));
+  asm volatile("cp.async.cg.shared.global.L2::128B [%0], [%1], 16, %2;\n" ::"r"(s), "l"(gmem), "r"(src_bytes));
 }
 __device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::); }
 template <int N> __device__ __forceinline__ void cp_async_wait() { asm volatile("cp.async.wait_group %0;\n" ::"n"(N)); }
@@ -189,8 +173,7 @@ __device__ __forceinline__ int tile_class(const dkb_decode_params &p, int b, int
 // wholly inside the item take a short path (byte addresses, power-of-two page shift); edge tiles, other
 // page sizes and longer page lists take the general, not unrolled path, which reads the page table
 // directly. A ring in shared memory tells the consumer which tile and class each stage holds (-1: none).
-// EF: the copies are evict-first in L2 (cp_async16).
-template <typename T, int NTOK, int CH, int NT, bool EF>
+template <typename T, int NTOK, int CH, int NT>
 struct TilePipe {
   static constexpr int EPC = 16 / (int)sizeof(T);
   static constexpr int KPT = NTOK * CH / NT > 0 ? NTOK * CH / NT : 1;  // keys each thread copies per tile
@@ -208,13 +191,9 @@ struct TilePipe {
   int64_t j0;
   // Fast path for tiles wholly inside [lo, hi): per-thread byte addresses and strides, so a copy costs
   // an add (contiguous, ragged) or a shared-memory page id and a multiply-add (paged, P a power of two).
-  // Paged runs 1.80 -> 1.88 us per tile at B16 T8192 (H200). Part is the page order: with the pool in
-  // logical order paged is +2.6 % over contiguous at B16 T8192, shuffled +5.3 %, shuffled 64- or 256-key
-  // pages +3.1-3.4 % (same machine). Tried and not kept, each measured against this code on the same
-  // machine: the next tile's pool rows computed while the current one is in flight (no change), an L2
-  // prefetch of the next tile's pages to warm the TLB (0.5 % slower), and both stages in flight with a
-  // second barrier per tile (0.3-1.7 % faster paged, 1.3-3 % slower contiguous, and it made 20 of the 31
-  // decode fixtures fail with "illegal instruction" at a copy, cause not found).
+  // Paged runs 1.80 -> 1.88 us per tile at B16 T8192 (H200). Tried and not kept, each measured against
+  // this code on the same machine: the next tile's pool rows computed while the current one is in
+  // flight (no change), and an L2 prefetch of the next tile's pages to warm the TLB (0.5 % slower).
   const unsigned char *kthr, *vthr;
   int64_t kstep, vstep, kpage_b, vpage_b;
   int ksz, vsz, pshift;
@@ -314,8 +293,8 @@ struct TilePipe {
 #pragma unroll
         for (int i = 0; i < KPT; i++) {
           const int tt = ct0 + i * (NT / CH);
-          cp_async16<EF>(ks + kpos(tt, cc) * 16, kr + i * (NT / CH) * kstep, ksz);
-          cp_async16<EF>(vs + vpos(tt, cc) * 16, vr + i * (NT / CH) * vstep, vsz);
+          cp_async16(ks + kpos(tt, cc) * 16, kr + i * (NT / CH) * kstep, ksz);
+          cp_async16(vs + vpos(tt, cc) * 16, vr + i * (NT / CH) * vstep, vsz);
         }
       } else {
         const int key0 = (int)(t * NTOK) + ct0, jb = (int)j0, pm = P - 1;
@@ -323,8 +302,8 @@ struct TilePipe {
         for (int i = 0; i < KPT; i++) {
           const int tt = ct0 + i * (NT / CH), key = key0 + i * (NT / CH), r = key & pm;
           const int64_t page = pgs[(key >> pshift) - jb];
-          cp_async16<EF>(ks + kpos(tt, cc) * 16, kthr + page * kpage_b + r * kstep, ksz);
-          cp_async16<EF>(vs + vpos(tt, cc) * 16, vthr + page * vpage_b + r * vstep, vsz);
+          cp_async16(ks + kpos(tt, cc) * 16, kthr + page * kpage_b + r * kstep, ksz);
+          cp_async16(vs + vpos(tt, cc) * 16, vthr + page * vpage_b + r * vstep, vsz);
         }
       }
     } else if (t < t_end) {  // edge tiles and the general layouts: rare, kept out of line of the hot loop
@@ -345,8 +324,8 @@ struct TilePipe {
           ko = kbase + key * kstride;
           vo = vbase + key * vstride;
         }
-        cp_async16<EF>(ks + kpos(tt, cc) * 16, in && kch ? kp + ko : kp, in && kch ? 16 : 0);
-        cp_async16<EF>(vs + vpos(tt, cc) * 16, in && vch ? vp + vo : vp, in && vch ? 16 : 0);
+        cp_async16(ks + kpos(tt, cc) * 16, in && kch ? kp + ko : kp, in && kch ? 16 : 0);
+        cp_async16(vs + vpos(tt, cc) * 16, in && vch ? vp + vo : vp, in && vch ? 16 : 0);
       }
     }
     if (tid == 0) { ring_t[s] = t < t_end ? t : -1; ring_c[s] = cls; }
@@ -466,7 +445,7 @@ __global__ void __launch_bounds__(NT) decode_split_kv_producer(const dkb_decode_
   __shared__ int64_t ring_t[kStages];
   __shared__ int ring_c[kStages];
   __shared__ int32_t pg_smem[kPageSmem];
-  TilePipe<T, K::NTOK, K::CH, NT, false> pipe;
+  TilePipe<T, K::NTOK, K::CH, NT> pipe;
   pipe.init(p, tid, b, h, lo, hi, N, p.item_base[item], q_first, ring_t, ring_c, pg_smem);
   __syncthreads();
   auto kpos = [](int tt, int c) { return tt * K::CH + kswz<K::TPT>(tt, c); };
@@ -821,7 +800,7 @@ __device__ __forceinline__ void producer_mma(const dkb_decode_params &p) {
   __shared__ int ring_c[K::ST];
   __shared__ int32_t pg_smem[kPageSmem];
   __shared__ int row_flag;  // fused: this CTA is its group's last
-  TilePipe<T, K::NTOK, K::CH, K::NT, true> pipe;
+  TilePipe<T, K::NTOK, K::CH, K::NT> pipe;
   pipe.init(p, tid, b, h, lo, hi, N, p.item_base[item], q_first, ring_t, ring_c, pg_smem);
   __syncthreads();
   auto pos = [](int tt, int c) { return tt * K::CH + rswz(tt, c); };
