@@ -9,10 +9,12 @@ import sys
 TOL = {"atol": 2e-3, "rtol": 1.6e-2, "lse_atol": 2e-4, "lse_rtol": 2e-5}
 
 
-def fx(name, desc, requests, hq, hkv, layout="contiguous_nhd", mask=None, graph=False):
+def fx(name, desc, requests, hq, hkv, layout="contiguous_nhd", mask=None, graph=False, page_order=None):
     cache = {"layout": layout}
     if layout.startswith("paged"):
         cache.update({"page_size": 16, "table": "csr"})
+    if page_order:
+        cache["page_order"] = page_order
     doc = {"schema": "dkb.decode/v1", "name": name, "description": desc, "phase": "decode", "requests": requests,
            "q_len": 1, "heads": {"H_q": hq, "H_kv": hkv, "d_qk": 128, "d_v": 128}, "dtype": "bf16", "cache": cache,
            "mask": mask or {"kind": "causal"}, "split": {"policy": "auto"}, "seed": 7, "tolerance": TOL}
@@ -29,6 +31,9 @@ def cases():
         yield fx(f"b1-t131072-g8-{tag}", "One very long request: B=1, T=131072, H_q=8, H_kv=1.", {"count": 1, "kv_len": 131072}, 8, 1, lay)
         yield fx(f"b4-t4096-g4-{tag}", "Small: B=4, T=4096, H_q=32, H_kv=8 (67 MB).", {"count": 4, "kv_len": 4096}, 32, 8, lay)
         yield fx(f"b4-t4096-g4-{tag}-graph", "Small, timed as CUDA graph replays.", {"count": 4, "kv_len": 4096}, 32, 8, lay, graph=True)
+    # No target: how much of the paged cost is the page order (the others use the default, shuffled pool)
+    yield fx("b16-t8192-g4-paged16-sequential", "B16 T8192 paged, pool pages in logical order: the page-order share of the paged cost.",
+             {"count": 16, "kv_len": 8192}, 32, 8, "paged_nhd", page_order="sequential")
     yield fx("ragged32-paged16", "Ragged batch: 32 requests, lengths uniform in [512, 16384].",
              {"count": 32, "kv_len": {"uniform": [512, 16384]}}, 32, 8, "paged_nhd")
     # issue 9: masked decode that pays only for visible keys
