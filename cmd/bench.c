@@ -150,7 +150,7 @@ int cmd_bench(int argc, char **argv) {
       snprintf(gb, sizeof gb, v[i].is_pct ? "%+.1f%%" : "%.3f", v[i].got);
       got = gb;
     }
-    printf("  %-7s %-34s %s%s%s\n", v[i].state == BENCH_MET ? "met" : v[i].state == BENCH_MISSED ? "MISSED" : "unknown",
+    printf("  %-12s %-34s %s%s%s\n", bench_verdict_name(v[i].state),
            m.cases[v[i].case_index].name, v[i].what, *got ? ": " : " (no level-6 measurement)", got);
     missed += v[i].state == BENCH_MISSED;
     unmeasured += v[i].state == BENCH_NOT_MEASURED;
