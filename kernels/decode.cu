@@ -79,9 +79,26 @@ template <> struct Chunk<__nv_bfloat16> {
 // ---- async copies ---------------------------------------------------------------------------------
 // 16-byte global->shared copy that bypasses L1; src_bytes 0 writes zeros (tails, padded lanes), so a
 // poisoned (NaN) row past the context is never even read.
+// EVICT_FIRST: K/V are read once per call, so the tensor-core producers mark their copies evict-first and
+// streaming hundreds of MB does not push the plan, the page table, Q and the split workspace out of L2
+// between calls (H200, same machine, alternating, two rounds: B16 T8192 -0.7 %, B1 T32768 -2.5 %, B4
+// T4096 graph -3 %, paged -4.8 %, window 1024 -3 %; window 4096 +2 %). The CUDA-core producers copy
+// unhinted: in their instances that spill (fp32, 128 rows, d = 256) a hinted copy raised "illegal
+// instruction" on the H200 (CUDA 13), cause not found; the GPU fixture test covers every instance the
+// fixtures reach.
+__device__ __forceinline__ uint64_t evict_first() {
+  uint64_t pol;
+  asm("createpolicy.fractional.L2::evict_first.b64 %0, 1.0;\n" : "=l"(pol));
+  return pol;
+}
+template <bool EVICT_FIRST>
 __device__ __forceinline__ void cp_async16(void *smem, const void *gmem, int src_bytes) {
   unsigned s = (unsigned)__cvta_generic_to_shared(smem);
-  asm volatile("cp.async.cg.shared.global.L2::128B [%0], [%1], 16, %2;\n" ::"r"(s), "l"(gmem), "r"(src_bytes));
+  if constexpr (EVICT_FIRST)
+    asm volatile("cp.async.cg.shared.global.L2::cache_hint.L2::128B [%0], [%1], 16, %2, %3;\n" ::"r"(s), "l"(gmem),
+                 "r"(src_bytes), "l"(evict_first()));
+  else
+    asm volatile("cp.async.cg.shared.global.L2::128B [%0], [%1], 16, %2;\n" ::"r"(s), "l"(gmem), "r"(src_bytes));
 }
 __device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::); }
 template <int N> __device__ __forceinline__ void cp_async_wait() { asm volatile("cp.async.wait_group %0;\n" ::"n"(N)); }
@@ -173,7 +190,8 @@ __device__ __forceinline__ int tile_class(const dkb_decode_params &p, int b, int
 // wholly inside the item take a short path (byte addresses, power-of-two page shift); edge tiles, other
 // page sizes and longer page lists take the general, not unrolled path, which reads the page table
 // directly. A ring in shared memory tells the consumer which tile and class each stage holds (-1: none).
-template <typename T, int NTOK, int CH, int NT>
+// EF: the copies are evict-first in L2 (cp_async16).
+template <typename T, int NTOK, int CH, int NT, bool EF>
 struct TilePipe {
   static constexpr int EPC = 16 / (int)sizeof(T);
   static constexpr int KPT = NTOK * CH / NT > 0 ? NTOK * CH / NT : 1;  // keys each thread copies per tile
@@ -191,9 +209,13 @@ struct TilePipe {
   int64_t j0;
   // Fast path for tiles wholly inside [lo, hi): per-thread byte addresses and strides, so a copy costs
   // an add (contiguous, ragged) or a shared-memory page id and a multiply-add (paged, P a power of two).
-  // Paged runs 1.80 -> 1.88 us per tile at B16 T8192 (H200). Tried and not kept, each measured against
-  // this code on the same machine: the next tile's pool rows computed while the current one is in
-  // flight (no change), and an L2 prefetch of the next tile's pages to warm the TLB (0.5 % slower).
+  // Paged runs 1.80 -> 1.88 us per tile at B16 T8192 (H200). Part is the page order: with the pool in
+  // logical order paged is +2.6 % over contiguous at B16 T8192, shuffled +5.3 %, shuffled 64- or 256-key
+  // pages +3.1-3.4 % (same machine). Tried and not kept, each measured against this code on the same
+  // machine: the next tile's pool rows computed while the current one is in flight (no change), an L2
+  // prefetch of the next tile's pages to warm the TLB (0.5 % slower), and both stages in flight with a
+  // second barrier per tile (0.3-1.7 % faster paged, 1.3-3 % slower contiguous, and it made 20 of the 31
+  // decode fixtures fail with "illegal instruction" at a copy, cause not found).
   const unsigned char *kthr, *vthr;
   int64_t kstep, vstep, kpage_b, vpage_b;
   int ksz, vsz, pshift;
@@ -293,8 +315,8 @@ struct TilePipe {
 #pragma unroll
         for (int i = 0; i < KPT; i++) {
           const int tt = ct0 + i * (NT / CH);
-          cp_async16(ks + kpos(tt, cc) * 16, kr + i * (NT / CH) * kstep, ksz);
-          cp_async16(vs + vpos(tt, cc) * 16, vr + i * (NT / CH) * vstep, vsz);
+          cp_async16<EF>(ks + kpos(tt, cc) * 16, kr + i * (NT / CH) * kstep, ksz);
+          cp_async16<EF>(vs + vpos(tt, cc) * 16, vr + i * (NT / CH) * vstep, vsz);
         }
       } else {
         const int key0 = (int)(t * NTOK) + ct0, jb = (int)j0, pm = P - 1;
@@ -302,8 +324,8 @@ struct TilePipe {
         for (int i = 0; i < KPT; i++) {
           const int tt = ct0 + i * (NT / CH), key = key0 + i * (NT / CH), r = key & pm;
           const int64_t page = pgs[(key >> pshift) - jb];
-          cp_async16(ks + kpos(tt, cc) * 16, kthr + page * kpage_b + r * kstep, ksz);
-          cp_async16(vs + vpos(tt, cc) * 16, vthr + page * vpage_b + r * vstep, vsz);
+          cp_async16<EF>(ks + kpos(tt, cc) * 16, kthr + page * kpage_b + r * kstep, ksz);
+          cp_async16<EF>(vs + vpos(tt, cc) * 16, vthr + page * vpage_b + r * vstep, vsz);
         }
       }
     } else if (t < t_end) {  // edge tiles and the general layouts: rare, kept out of line of the hot loop
@@ -324,8 +346,8 @@ struct TilePipe {
           ko = kbase + key * kstride;
           vo = vbase + key * vstride;
         }
-        cp_async16(ks + kpos(tt, cc) * 16, in && kch ? kp + ko : kp, in && kch ? 16 : 0);
-        cp_async16(vs + vpos(tt, cc) * 16, in && vch ? vp + vo : vp, in && vch ? 16 : 0);
+        cp_async16<EF>(ks + kpos(tt, cc) * 16, in && kch ? kp + ko : kp, in && kch ? 16 : 0);
+        cp_async16<EF>(vs + vpos(tt, cc) * 16, in && vch ? vp + vo : vp, in && vch ? 16 : 0);
       }
     }
     if (tid == 0) { ring_t[s] = t < t_end ? t : -1; ring_c[s] = cls; }
@@ -445,7 +467,7 @@ __global__ void __launch_bounds__(NT) decode_split_kv_producer(const dkb_decode_
   __shared__ int64_t ring_t[kStages];
   __shared__ int ring_c[kStages];
   __shared__ int32_t pg_smem[kPageSmem];
-  TilePipe<T, K::NTOK, K::CH, NT> pipe;
+  TilePipe<T, K::NTOK, K::CH, NT, false> pipe;
   pipe.init(p, tid, b, h, lo, hi, N, p.item_base[item], q_first, ring_t, ring_c, pg_smem);
   __syncthreads();
   auto kpos = [](int tt, int c) { return tt * K::CH + kswz<K::TPT>(tt, c); };
@@ -628,27 +650,39 @@ template <> __device__ __forceinline__ void load4<__nv_bfloat16>(const __nv_bflo
   v[0] = a.x; v[1] = a.y; v[2] = c.x; v[3] = c.y;
 }
 
-// Sums w_q * payload(slot_q) over the entries q = first, first + step, ... < n of a compacted list of
-// weighted slots (wt, sl), in that order: slot q's four values sit at row0 + sl[q] * row_stride + x.
-// BATCH entries' loads are issued before the first is used (one L2 round trip per BATCH): eight at a
-// time left the last CTA of a 32-slot fused group 3 us behind the others (H200 timeline).
-template <typename WS, int BATCH>
-__device__ __forceinline__ void sum_slots(const void *ws, int64_t row0, int row_stride, int x, const float *wt,
-                                          const int *sl, int first, int step, int n, float acc[4]) {
-  const WS *u = reinterpret_cast<const WS *>(ws) + row0 + x;
-  for (int q0 = first; q0 < n; q0 += BATCH * step) {
-    float v[BATCH][4];
+// One query row of the fused merge, one warp (lane k holds slot s0 + k's validity v and frame value ms;
+// n <= 32 slots): the first 16 payloads are loaded before the weights are known, in the same round trip
+// as the scalars the caller loaded. Every slot of a fused plan was written by this launch, an empty one as
+// the identity (u = 0, store4), so a zero weight adds exactly nothing and no slot needs skipping. Summed
+// in slot order whichever CTA is last: deterministic.
+template <typename WS>
+__device__ __forceinline__ void merge_payload(const void *ws, int64_t u0, int64_t ustep, int s0, int n, bool v, float ms,
+                                              float *M_out, float *w_out, float acc[4]) {
+  const WS *u = reinterpret_cast<const WS *>(ws) + u0 + (int64_t)s0 * ustep;
+  float pay[16][4];
 #pragma unroll
-    for (int k = 0; k < BATCH; k++)
-      if (q0 + k * step < n) load4<WS>(u + (int64_t)sl[q0 + k * step] * row_stride, v[k]);
+  for (int k = 0; k < 16; k++)
+    if (k < n) load4<WS>(u + k * ustep, pay[k]);
+  float M = v ? ms : -INFINITY;
 #pragma unroll
-    for (int k = 0; k < BATCH; k++)
-      if (q0 + k * step < n) {
-        const float w = wt[q0 + k * step];
+  for (int off = 16; off > 0; off /= 2) M = fmaxf(M, __shfl_xor_sync(0xffffffffu, M, off));
+  const float w = v && M != -INFINITY ? expf(ms - M) : 0.f;
+  for (int k0 = 0; k0 < n; k0 += 16) {
+    if (k0 > 0) {  // slots 16..31: a second round trip
 #pragma unroll
-        for (int e = 0; e < 4; e++) acc[e] = fmaf(w, v[k][e], acc[e]);
+      for (int k = 0; k < 16; k++)
+        if (k0 + k < n) load4<WS>(u + (k0 + k) * ustep, pay[k]);
+    }
+#pragma unroll
+    for (int k = 0; k < 16; k++)
+      if (k0 + k < n) {
+        const float wk = __shfl_sync(0xffffffffu, w, k0 + k);
+#pragma unroll
+        for (int e = 0; e < 4; e++) acc[e] = fmaf(wk, pay[k][e], acc[e]);
       }
   }
+  *M_out = M;
+  *w_out = w;
 }
 
 // ---- fused combine: the last CTA of a (request, K/V head) group merges the group's slots (0x03C) -----
@@ -659,9 +693,8 @@ __device__ __forceinline__ void sum_slots(const void *ws, int64_t row0, int row_
 // completes the request's slots reads them back from L2 (ld.cg: L1 is not coherent across SMs), writes O
 // and LSE and resets the counter for the next call (graph replay needs no memset). One warp per query
 // row, four dims per lane (d_v <= 128), slots summed in slot order whichever CTA is last: deterministic.
-// scratch: 64 words per warp of free shared memory (the producer's stages, idle by now).
 template <typename T, int NT>
-__device__ void fused_combine(const dkb_decode_params &p, int b, int h, int g, int *last, float *scratch) {
+__device__ void fused_combine(const dkb_decode_params &p, int b, int h, int g, int *last) {
   const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
   const int s0 = p.slot_indptr[b], s1 = p.slot_indptr[b + 1];
   // The CTA's slot stores are ordered before thread 0's release by the barrier (PTX release is
@@ -676,19 +709,18 @@ __device__ void fused_combine(const dkb_decode_params &p, int b, int h, int g, i
   }
   __syncthreads();
   if (!*last) return;
-  const int C = p.C, R = g * C, bf16 = p.abi == DKB_ABI_LSE_O && p.ws_o_dtype == DKB_KDT_BF16;
+  const int C = p.C, R = g * C, n = s1 - s0;
+  const bool bf16 = p.abi == DKB_ABI_LSE_O && p.ws_o_dtype == DKB_KDT_BF16;
   const bool mlu = p.abi == DKB_ABI_MLU, lanes = lane * 4 < p.dv;
   const int x = lanes ? lane * 4 : 0;  // a lane past d_v reads lane 0's dims and stores nothing
-  float *wt = scratch + warp * 64;
-  int *sl = reinterpret_cast<int *>(wt + 32);
   // slot s of row (hq, i) sits at ((s * H_q + hq) * C + i): the same row of consecutive slots is H_q * C apart
   const int64_t rs = (int64_t)p.H_q * C;
   for (int row = warp; row < R; row += NT / 32) {
     const int j = row / C, i = row % C, hq = h * g + j;
     const int64_t r0 = (int64_t)hq * C + i;
-    // Lane k holds slot s0 + k (a fused plan has at most 32 slots per request): validity, m and l are
-    // loaded together, one round trip, and used only where valid. The frame is the largest m (MLU) or
-    // LSE (LSE_O) among VALID slots only (0x02C).
+    // Lane k holds slot s0 + k's scalars (a fused plan has at most 32 slots per request); merge_payload
+    // loads the payloads in the same round trip: one L2 round trip fewer on the call's critical path, the
+    // last CTA (H200 timeline: scalars then payload took 0.5-1 us and 0.8-4.4 us there).
     const int s = s0 + lane;
     bool v = false;
     float ms = -INFINITY, ls = 0.f;
@@ -697,23 +729,13 @@ __device__ void fused_combine(const dkb_decode_params &p, int b, int h, int g, i
       ms = __ldcg(p.ws_m + r0 + s * rs);
       if (mlu) ls = __ldcg(p.ws_l + r0 + s * rs);
     }
-    float M = v ? ms : -INFINITY;
-#pragma unroll
-    for (int off = 16; off > 0; off /= 2) M = fmaxf(M, __shfl_xor_sync(0xffffffffu, M, off));
+    // The frame is the largest m (MLU) or LSE (LSE_O) among VALID slots only (0x02C); w is read after
+    // the payload loads are issued.
+    float acc[4] = {0.f, 0.f, 0.f, 0.f}, M, w;
+    if (bf16) merge_payload<__nv_bfloat16>(p.ws_u, r0 * p.dv + x, rs * p.dv, s0, n, v, ms, &M, &w, acc);
+    else merge_payload<float>(p.ws_u, r0 * p.dv + x, rs * p.dv, s0, n, v, ms, &M, &w, acc);
     const bool any = M != -INFINITY;
-    const float w = v && any ? expf(ms - M) : 0.f;
-    float L = mlu ? ls * w : w, acc[4] = {0.f, 0.f, 0.f, 0.f};
-    // compact the weighted slots in slot order: an invalid (or negligible) slot's payload is not read
-    const unsigned bal = __ballot_sync(0xffffffffu, w != 0.f);
-    if (w != 0.f) {
-      const int at = __popc(bal & ((1u << lane) - 1u));
-      wt[at] = w;
-      sl[at] = s;
-    }
-    __syncwarp();
-    if (bf16) sum_slots<__nv_bfloat16, 16>(p.ws_u, r0 * p.dv, (int)rs * p.dv, x, wt, sl, 0, 1, __popc(bal), acc);
-    else sum_slots<float, 16>(p.ws_u, r0 * p.dv, (int)rs * p.dv, x, wt, sl, 0, 1, __popc(bal), acc);
-    __syncwarp();  // wt and sl are refilled by the next row
+    float L = mlu ? ls * w : w;
 #pragma unroll
     for (int off = 16; off > 0; off /= 2) L += __shfl_xor_sync(0xffffffffu, L, off);
     const int64_t orow = ((int64_t)b * C + i) * p.H_q + hq;
@@ -800,7 +822,7 @@ __device__ __forceinline__ void producer_mma(const dkb_decode_params &p) {
   __shared__ int ring_c[K::ST];
   __shared__ int32_t pg_smem[kPageSmem];
   __shared__ int row_flag;  // fused: this CTA is its group's last
-  TilePipe<T, K::NTOK, K::CH, K::NT> pipe;
+  TilePipe<T, K::NTOK, K::CH, K::NT, true> pipe;
   pipe.init(p, tid, b, h, lo, hi, N, p.item_base[item], q_first, ring_t, ring_c, pg_smem);
   __syncthreads();
   auto pos = [](int tt, int c) { return tt * K::CH + rswz(tt, c); };
@@ -967,7 +989,7 @@ __device__ __forceinline__ void producer_mma(const dkb_decode_params &p) {
     if (x < p.dv) store4<T>(p, orow, srow, x, u, L, valid);
     if (x == 0) store_scalars(p, orow, srow, M, L, valid);
   }
-  if constexpr (FUSED) fused_combine<T, K::NT>(p, b, h, g, &row_flag, reinterpret_cast<float *>(stages));
+  if constexpr (FUSED) fused_combine<T, K::NT>(p, b, h, g, &row_flag);
 }
 
 template <typename T, int D_PAD>
@@ -981,34 +1003,50 @@ __global__ void __launch_bounds__(128, 3) decode_split_kv_fused_mma(const dkb_de
 }
 
 // ---- combine: exact merge of one request's slots for one (query row, query head) -------------------
-// The slots of a long request are many (hundreds at B = 1): they are read in parallel, one warp per slot
-// and four dims per lane, from a compacted list of the slots that carry weight, so the loads of different
-// slots are independent. The order of every sum is fixed (slot order within a warp, warps in order):
-// the result is deterministic.
+// The slots of a long request are many (hundreds at B = 1): they are read in parallel, warp w taking the
+// slots w, w + NW, ... of each chunk of NT, four dims per lane. Every load after the producer's completion
+// is issued at once where it can be: the scalars of the first NT slots and each warp's first PB payloads
+// together, before the frame and the weights are known (a slot with weight 0, empty or negligible, is
+// then skipped by a select, so an empty slot's payload is read but never added). The old chain (validity,
+// then m and l, then weights and a compacted list, then payloads) was four dependent L2 round trips,
+// 7.3 us at B1 T131072 (8 rows x 256 slots, H200, ncu with warm caches); the call went 29.2 -> 28.5 us
+// with this one (and the fused merge's one round trip fewer, same machine). The order of every sum is fixed
+// (slot order within a warp, warps in order): the result is deterministic.
 template <typename T, typename WS, int NT>
 __global__ void __launch_bounds__(NT) decode_split_kv_combine(const dkb_decode_params p) {
-  constexpr int NW = NT / 32;
+  constexpr int NW = NT / 32, PB = NT >= 1024 ? 5 : 8;  // PB payloads in flight per lane (6 spill at 1024 threads)
   __shared__ float red[NW], wt[NT], part[NW][256];
-  __shared__ int sl[NT], cnt[NW];
   const int row = blockIdx.x, tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;  // row = (b * C + i) * H_q + hq
   const int hq = row % p.H_q, bi = row / p.H_q, i = bi % p.C, b = bi / p.C;
-  const int s0 = p.slot_indptr[b], s1 = p.slot_indptr[b + 1];  // the plan, not the producer: read before the wait
+  const int s0 = p.slot_indptr[b], n = p.slot_indptr[b + 1] - s0;  // the plan, not the producer: read before the wait
 #if __CUDA_ARCH__ >= 900
   asm volatile("griddepcontrol.wait;\n" ::: "memory");  // the producer's writes are visible after this
 #endif
-  auto srow = [&](int s) { return ((int64_t)s * p.H_q + hq) * p.C + i; };
-  // The frame is the largest m (MLU) or LSE (LSE_O) among VALID slots only: an invalid slot is never
-  // read past its validity byte (0x02C).
-  // The first chunk's scalars stay in registers for the weights below (one global round trip fewer).
+  const bool mlu = p.abi == DKB_ABI_MLU;
+  auto srow = [&](int s) { return ((int64_t)(s0 + s) * p.H_q + hq) * p.C + i; };
+  const int64_t ustep = (int64_t)p.H_q * p.C * p.dv;  // one slot further in the workspace
+  const WS *u = reinterpret_cast<const WS *>(p.ws_u) + srow(0) * p.dv;
+  // The first chunk's scalars stay in registers for the weights below. Validity and m are independent
+  // loads: the producer writes m for every slot (-inf when empty), and it is used only where valid.
   bool v0 = false;
   float m_0 = -INFINITY, l_0 = 0.f;
-  if (s0 + tid < s1 && (v0 = p.ws_valid[srow(s0 + tid)])) {
-    m_0 = p.ws_m[srow(s0 + tid)];
-    if (p.abi == DKB_ABI_MLU) l_0 = p.ws_l[srow(s0 + tid)];
+  if (tid < n) {
+    v0 = __ldcg(p.ws_valid + srow(tid));
+    m_0 = __ldcg(p.ws_m + srow(tid));
+    if (mlu) l_0 = __ldcg(p.ws_l + srow(tid));
   }
-  float M = m_0;
-  for (int s = s0 + NT + tid; s < s1; s += NT)
-    if (p.ws_valid[srow(s)]) M = fmaxf(M, p.ws_m[srow(s)]);
+  float pay[PB][4];
+  const int x0 = lane * 4;
+#pragma unroll
+  for (int k = 0; k < PB; k++)
+    if (warp + NW * k < n && x0 < p.dv) load4<WS>(u + (warp + NW * k) * ustep + x0, pay[k]);
+  // The frame is the largest m (MLU) or LSE (LSE_O) among VALID slots only (0x02C).
+  float M = v0 ? m_0 : -INFINITY;
+  for (int s = NT + tid; s < n; s += NT) {
+    const bool vs = __ldcg(p.ws_valid + srow(s));
+    const float ms = __ldcg(p.ws_m + srow(s));
+    if (vs) M = fmaxf(M, ms);
+  }
 #pragma unroll
   for (int off = 16; off > 0; off /= 2) M = fmaxf(M, __shfl_xor_sync(0xffffffffu, M, off));
   if (lane == 0) red[warp] = M;
@@ -1019,45 +1057,49 @@ __global__ void __launch_bounds__(NT) decode_split_kv_combine(const dkb_decode_p
   __syncthreads();
   const bool any = M != -INFINITY;
   float L = 0.f, acc[2][4] = {{0.f, 0.f, 0.f, 0.f}, {0.f, 0.f, 0.f, 0.f}};
-  for (int c0 = s0; c0 < s1 && any; c0 += NT) {
+  for (int c0 = 0; c0 < n; c0 += NT) {
     /* weight of each slot of this chunk: exp(m - M) (times l for MLU); 0 for an invalid slot */
-    const int s = c0 + tid;
     float w = 0.f;
-    if (c0 == s0) {
-      if (v0) {
+    if (c0 == 0) {
+      if (v0 && any) {
         w = expf(m_0 - M);
-        L += p.abi == DKB_ABI_MLU ? l_0 * w : w;
+        L += mlu ? l_0 * w : w;
       }
-    } else if (s < s1 && p.ws_valid[srow(s)]) {
-      w = expf(p.ws_m[srow(s)] - M);
-      L += p.abi == DKB_ABI_MLU ? p.ws_l[srow(s)] * w : w;
+    } else if (c0 + tid < n && any && __ldcg(p.ws_valid + srow(c0 + tid))) {
+      w = expf(__ldcg(p.ws_m + srow(c0 + tid)) - M);
+      L += mlu ? __ldcg(p.ws_l + srow(c0 + tid)) * w : w;
     }
-    /* compact the slots with weight, in slot order; an invalid (or negligible) slot's payload is not read */
-    const unsigned bal = __ballot_sync(0xffffffffu, w != 0.f);
-    if (lane == 0) cnt[warp] = __popc(bal);
+    wt[tid] = w;
     __syncthreads();
-    int off = 0, nv = 0;
-#pragma unroll
-    for (int v = 0; v < NW; v++) { off += v < warp ? cnt[v] : 0; nv += cnt[v]; }
-    if (w != 0.f) {
-      const int at = off + __popc(bal & ((1u << lane) - 1u));
-      wt[at] = w;
-      sl[at] = s;
-    }
-    __syncthreads();
-    // a warp's slots k = warp (mod NW), in order, five loads in flight (six spill at 1024 threads);
-    // slot s of this row sits at ((s * H_q + hq) * C + i) * d_v
 #pragma unroll
     for (int j = 0; j < 2; j++) {
-      const int x = j * 128 + lane * 4;
-      if (x < p.dv)
-        sum_slots<WS, 5>(p.ws_u, srow(0) * p.dv, p.H_q * p.C * p.dv, x, wt, sl, warp, NW, nv, acc[j]);
+      const int x = j * 128 + x0;
+      if (x >= p.dv) break;
+      for (int k0 = 0; k0 < NT / NW && c0 + warp + NW * k0 < n; k0 += PB) {
+        if (c0 > 0 || j > 0 || k0 > 0) {
+#pragma unroll
+          for (int k = 0; k < PB; k++) {
+            const int q = warp + NW * (k0 + k);
+            if (c0 + q < n && q < NT) load4<WS>(u + (c0 + q) * ustep + x, pay[k]);
+          }
+        }
+#pragma unroll
+        for (int k = 0; k < PB; k++) {
+          const int q = warp + NW * (k0 + k);
+          if (c0 + q < n && q < NT) {
+            const float wk = wt[q];
+            if (wk != 0.f)
+#pragma unroll
+              for (int e = 0; e < 4; e++) acc[j][e] = fmaf(wk, pay[k][e], acc[j][e]);
+          }
+        }
+      }
     }
-    __syncthreads();  // wt, sl and cnt are refilled by the next chunk
+    __syncthreads();  // wt is refilled by the next chunk
   }
 #pragma unroll
   for (int j = 0; j < 2; j++) {
-    const int x = j * 128 + lane * 4;
+    const int x = j * 128 + x0;
     if (x < p.dv)
 #pragma unroll
       for (int e = 0; e < 4; e++) part[warp][x + e] = acc[j][e];
@@ -1071,10 +1113,10 @@ __global__ void __launch_bounds__(NT) decode_split_kv_combine(const dkb_decode_p
   for (int w = 0; w < NW; w++) L += red[w];
   T *o = reinterpret_cast<T *>(p.o) + (int64_t)row * p.dv;
   for (int x = tid; x < p.dv; x += NT) {
-    float u = 0.f;
+    float v = 0.f;
 #pragma unroll
-    for (int w = 0; w < NW; w++) u += part[w][x];
-    o[x] = from_f<T>(any ? u / L : 0.f);
+    for (int w = 0; w < NW; w++) v += part[w][x];
+    o[x] = from_f<T>(any ? v / L : 0.f);
   }
   if (tid == 0 && p.lse) p.lse[row] = any ? M + logf(L) : -INFINITY;
 }
@@ -1157,8 +1199,8 @@ struct Instance {
   int nt, smem, ntok;
   producer_fn fused;  // the same producer merging the slots in its last CTA, or null
 };
-// Most slot rows (query rows x slots of one request) one fused CTA merges: a row's slots are read eight at
-// a time by one warp, so past this the separate combine kernel, which spreads a row over 8-32 warps, wins.
+// Most slot rows (query rows x slots of one request) one fused CTA merges: a row's slots are read sixteen
+// at a time by one warp, so past this the separate combine kernel, which spreads a row over 8-32 warps, wins.
 constexpr int kFusedRowSlots = 256;
 
 template <typename T, int D, int R, int NT>
