@@ -90,7 +90,7 @@ test: deps
 
 run: deps
 	@$(MAKE) --no-print-directory $(BUILD)/dkb
-	$(BUILD)/dkb run fixtures/decode/default.json -o out/
+	$(BUILD)/dkb run fixtures/decode/default.json -o out
 
 clean:
 	rm -rf $(BUILD)
