@@ -123,15 +123,14 @@ static void plan_items_cover_visible_keys_exactly(void **s) {
   }
 }
 
-/* The auto split count minimizes waves(s) * (ceil(tiles / s) + 9 tiles of fixed CTA cost), ties to the
- * smaller s, with 264 CTA slots (132 SMs x 2). */
-/* n requests of t tiles each */
+/* n requests of t tiles each, 264 CTA slots (132 SMs x 2) */
 static int auto_uniform(int n, int64_t t, int heads, int max_splits) {
   int64_t tiles[64];
   for (int b = 0; b < n; b++) tiles[b] = t;
   return plan_auto_splits(tiles, n, heads, 264, max_splits);
 }
 
+/* The auto split count minimizes the longest-first makespan of CTAs of (tiles + 9), ties to the smaller s. */
 static void auto_split_minimizes_the_lpt_makespan(void **s) {
   (void)s;
   /* a uniform batch: the wave model, waves(s) * (ceil(tiles / s) + 9) */
