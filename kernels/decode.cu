@@ -650,36 +650,47 @@ template <> __device__ __forceinline__ void load4<__nv_bfloat16>(const __nv_bflo
   v[0] = a.x; v[1] = a.y; v[2] = c.x; v[3] = c.y;
 }
 
+// The payloads of slots first, first + step, ... below end (B of them at most), at u + slot * ustep: all
+// loads issued before any is used, one L2 round trip. Both merges read their slots through this pair.
+template <typename WS, int B>
+__device__ __forceinline__ void load_slots(const WS *u, int64_t ustep, int first, int step, int end, float pay[B][4]) {
+#pragma unroll
+  for (int k = 0; k < B; k++)
+    if (first + k * step < end) load4<WS>(u + (first + k * step) * ustep, pay[k]);
+}
+// acc += weight(slot) * payload for the same slots, in slot order. A zero weight (an empty or negligible
+// slot) adds nothing, by a select, so a payload read before its weight was known is never added unless
+// it counts.
+template <int B, class W>
+__device__ __forceinline__ void add_slots(const float pay[B][4], int first, int step, int end, W weight, float acc[4]) {
+#pragma unroll
+  for (int k = 0; k < B; k++)
+    if (first + k * step < end) {
+      const float w = weight(first + k * step);
+      if (w != 0.f)
+#pragma unroll
+        for (int e = 0; e < 4; e++) acc[e] = fmaf(w, pay[k][e], acc[e]);
+    }
+}
+
 // One query row of the fused merge, one warp (lane k holds slot s0 + k's validity v and frame value ms;
 // n <= 32 slots): the first 16 payloads are loaded before the weights are known, in the same round trip
-// as the scalars the caller loaded. Every slot of a fused plan was written by this launch, an empty one as
-// the identity (u = 0, store4), so a zero weight adds exactly nothing and no slot needs skipping. Summed
-// in slot order whichever CTA is last: deterministic.
+// as the scalars the caller loaded. Summed in slot order whichever CTA is last: deterministic.
 template <typename WS>
 __device__ __forceinline__ void merge_payload(const void *ws, int64_t u0, int64_t ustep, int s0, int n, bool v, float ms,
                                               float *M_out, float *w_out, float acc[4]) {
   const WS *u = reinterpret_cast<const WS *>(ws) + u0 + (int64_t)s0 * ustep;
   float pay[16][4];
-#pragma unroll
-  for (int k = 0; k < 16; k++)
-    if (k < n) load4<WS>(u + k * ustep, pay[k]);
+  load_slots<WS, 16>(u, ustep, 0, 1, n, pay);
   float M = v ? ms : -INFINITY;
 #pragma unroll
   for (int off = 16; off > 0; off /= 2) M = fmaxf(M, __shfl_xor_sync(0xffffffffu, M, off));
   const float w = v && M != -INFINITY ? expf(ms - M) : 0.f;
-  for (int k0 = 0; k0 < n; k0 += 16) {
-    if (k0 > 0) {  // slots 16..31: a second round trip
-#pragma unroll
-      for (int k = 0; k < 16; k++)
-        if (k0 + k < n) load4<WS>(u + (k0 + k) * ustep, pay[k]);
-    }
-#pragma unroll
-    for (int k = 0; k < 16; k++)
-      if (k0 + k < n) {
-        const float wk = __shfl_sync(0xffffffffu, w, k0 + k);
-#pragma unroll
-        for (int e = 0; e < 4; e++) acc[e] = fmaf(wk, pay[k][e], acc[e]);
-      }
+  auto weight = [w](int k) { return __shfl_sync(0xffffffffu, w, k); };  // lane k holds slot k's weight
+  add_slots<16>(pay, 0, 1, n, weight, acc);
+  if (n > 16) {  // slots 16..31: a second round trip
+    load_slots<WS, 16>(u, ustep, 16, 1, n, pay);
+    add_slots<16>(pay, 16, 1, n, weight, acc);
   }
   *M_out = M;
   *w_out = w;
@@ -1037,9 +1048,7 @@ __global__ void __launch_bounds__(NT) decode_split_kv_combine(const dkb_decode_p
   }
   float pay[PB][4];
   const int x0 = lane * 4;
-#pragma unroll
-  for (int k = 0; k < PB; k++)
-    if (warp + NW * k < n && x0 < p.dv) load4<WS>(u + (warp + NW * k) * ustep + x0, pay[k]);
+  if (x0 < p.dv) load_slots<WS, PB>(u + x0, ustep, warp, NW, n < NT ? n : NT, pay);
   // The frame is the largest m (MLU) or LSE (LSE_O) among VALID slots only (0x02C).
   float M = v0 ? m_0 : -INFINITY;
   for (int s = NT + tid; s < n; s += NT) {
@@ -1071,28 +1080,15 @@ __global__ void __launch_bounds__(NT) decode_split_kv_combine(const dkb_decode_p
     }
     wt[tid] = w;
     __syncthreads();
+    const int end = n < c0 + NT ? n : c0 + NT;  // this chunk's slots
+    auto weight = [&](int s) { return wt[s - c0]; };
 #pragma unroll
     for (int j = 0; j < 2; j++) {
       const int x = j * 128 + x0;
       if (x >= p.dv) break;
-      for (int k0 = 0; k0 < NT / NW && c0 + warp + NW * k0 < n; k0 += PB) {
-        if (c0 > 0 || j > 0 || k0 > 0) {
-#pragma unroll
-          for (int k = 0; k < PB; k++) {
-            const int q = warp + NW * (k0 + k);
-            if (c0 + q < n && q < NT) load4<WS>(u + (c0 + q) * ustep + x, pay[k]);
-          }
-        }
-#pragma unroll
-        for (int k = 0; k < PB; k++) {
-          const int q = warp + NW * (k0 + k);
-          if (c0 + q < n && q < NT) {
-            const float wk = wt[q];
-            if (wk != 0.f)
-#pragma unroll
-              for (int e = 0; e < 4; e++) acc[j][e] = fmaf(wk, pay[k][e], acc[j][e]);
-          }
-        }
+      for (int first = c0 + warp; first < end; first += NW * PB) {
+        if (first > warp || j > 0) load_slots<WS, PB>(u + x, ustep, first, NW, end, pay);  // else loaded above
+        add_slots<PB>(pay, first, NW, end, weight, acc[j]);
       }
     }
     __syncthreads();  // wt is refilled by the next chunk
