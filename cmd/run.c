@@ -6,6 +6,7 @@
 
 #include "cmd.h"
 #include "harness/decode_call.h"
+#include "harness/fsutil.h"
 #include "harness/runner.h"
 #include "harness/trace.h"
 
@@ -108,7 +109,9 @@ int cmd_run(int argc, char **argv) {
     return cmd_report_err(&err);
   }
   printf("dkb run: %s\n", call.name);
-  printf("  bundle      %s/bundle.json\n", ro.out_dir);
+  char bpath[4096];
+  if (dkb_path_join(bpath, sizeof bpath, ro.out_dir, "bundle.json")) snprintf(bpath, sizeof bpath, "%s", ro.out_dir);
+  printf("  bundle      %s\n", bpath);
   printf("  level       %d (%s)\n", res.level, res.terminal);
   printf("  backend     %s\n", res.selected[0] ? res.selected : "none selected");
   printf("  plan        split %d%s; tiles SKIP %lld FULL %lld PARTIAL %lld\n", res.splits, res.direct ? " (direct output)" : "",

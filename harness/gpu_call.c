@@ -51,6 +51,7 @@ int gpu_call_setup(const struct decode_call *c, const struct decode_inputs *in, 
   p->total_slots = pl->total_slots;
   p->direct = pl->direct;
   p->fused = pl->fused;
+  p->cluster = pl->cluster;
   p->abi = c->abi;
   p->ws_o_dtype = c->ws_o_dtype;
   void *d;
@@ -87,7 +88,7 @@ int gpu_call_setup(const struct decode_call *c, const struct decode_inputs *in, 
   UP(item_n, pl->item_n, (size_t)pl->n_items * sizeof(int64_t));
   UP(item_base, pl->item_base, (size_t)pl->n_items * sizeof(int64_t));
   UP(slot_indptr, pl->slot_indptr, (size_t)(c->B + 1) * sizeof(int32_t));
-  if (!pl->direct) {
+  if (!pl->direct && !pl->cluster) { /* a cluster plan's states stay in shared memory */
     size_t srows = (size_t)pl->total_slots * c->H_q * c->C;
     size_t ue = c->abi == DKB_ABI_MLU ? 4 : dkb_dtype_bytes((enum dkb_dtype)c->ws_o_dtype);
     g->ws_bytes[0] = srows * (size_t)c->dv * ue;

@@ -170,18 +170,26 @@ int plan_auto_splits(const int64_t *tiles, int n, int heads, int slots, int max_
 }
 
 /* Longest item first, then plan order: the launch order of the producer's CTAs (item-major, every K/V
- * head of an item together), so a ragged batch's long pieces start in the first wave (LPT). */
+ * head of an item together), so a ragged batch's long pieces start in the first wave (LPT). A cluster
+ * plan keeps each request's items together in slot order (a cluster is consecutive items): requests are
+ * ordered by their longest item instead. */
 static int cmp_item(const void *a, const void *b, void *lens) {
   const int x = *(const int *)a, y = *(const int *)b;
   const int64_t *len = lens;
   if (len[x] != len[y]) return len[x] > len[y] ? -1 : 1;
   return (x > y) - (x < y);
 }
-static void order_longest_first(struct decode_plan *p) {
+static void order_longest_first(struct decode_plan *p, int by_request) {
   const int n = p->n_items;
   int *idx = malloc((size_t)n * sizeof *idx);
   int64_t *len = malloc((size_t)n * sizeof *len);
   for (int i = 0; i < n; i++) { idx[i] = i; len[i] = p->item_hi[i] - p->item_lo[i]; }
+  if (by_request) /* plan order is request-major, so the items of one request are a run */
+    for (int i = 0, j; i < n; i = j) {
+      int64_t mx = 0;
+      for (j = i; j < n && p->item_b[j] == p->item_b[i]; j++) mx = len[j] > mx ? len[j] : mx;
+      for (int k = i; k < j; k++) len[k] = mx;
+    }
   qsort_r(idx, (size_t)n, sizeof *idx, cmp_item, len);
 #define PERMUTE(field, type) do { type *t = malloc((size_t)n * sizeof *t); \
     for (int i = 0; i < n; i++) { t[i] = p->field[idx[i]]; } free(p->field); p->field = t; } while (0)
@@ -200,12 +208,12 @@ int plan_build(const struct decode_call *c, const struct decode_inputs *in, cons
   struct range **rs = calloc((size_t)c->B, sizeof *rs);
   int *nr = calloc((size_t)c->B, sizeof *nr);
   int64_t max_tiles = 0, *vt = calloc((size_t)c->B, sizeof *vt);  /* visible tiles of each request */
+  int64_t *vk = calloc((size_t)c->B, sizeof *vk);                     /* and its visible keys */
   for (int b = 0; b < c->B; b++) {
     nr[b] = visible_ranges(c, in, b, T, &rs[b], p->tiles);
-    int64_t vis = 0;
-    for (int i = 0; i < nr[b]; i++) vis += rs[b][i].e - rs[b][i].a;
-    p->visible_keys += vis;
-    vt[b] = (vis + T - 1) / T;
+    for (int i = 0; i < nr[b]; i++) vk[b] += rs[b][i].e - rs[b][i].a;
+    p->visible_keys += vk[b];
+    vt[b] = (vk[b] + T - 1) / T;
     if (vt[b] > max_tiles) max_tiles = vt[b];
   }
   switch (c->split_policy) {
@@ -228,6 +236,7 @@ int plan_build(const struct decode_call *c, const struct decode_inputs *in, cons
     int s = plan_auto_splits(vt, c->B, c->H_kv, p->heuristic_sms, c->max_splits);
     if (s < 1) {
       free(vt);
+      free(vk);
       free(nr);
       for (int b = 0; b < c->B; b++) free(rs[b]);
       free(rs);
@@ -240,8 +249,7 @@ int plan_build(const struct decode_call *c, const struct decode_inputs *in, cons
   }
   p->slot_indptr = calloc((size_t)c->B + 1, sizeof *p->slot_indptr);
   for (int b = 0; b < c->B; b++) {
-    int64_t vis = 0;
-    for (int i = 0; i < nr[b]; i++) vis += rs[b][i].e - rs[b][i].a;
+    const int64_t vis = vk[b];
     if (c->split_policy == SPLIT_FIXED) {
       cut(&bl, b, rs[b], nr[b], c->splits, T, 0);
       for (int s = c->splits; s < c->capacity; s++) push_item(&bl, b, 0, 0);  /* inactive capacity slots */
@@ -264,18 +272,26 @@ int plan_build(const struct decode_call *c, const struct decode_inputs *in, cons
   free(rs);
   free(nr);
   free(vt);
+  free(vk);
   if (c->split_policy != SPLIT_FIXED) p->splits = p->capacity = p->max_slots;
-  order_longest_first(p);
   p->direct = p->max_slots == 1;
   if (!p->direct) {
     const int rows_per_head = (c->H_q / c->H_kv) * c->C;
     p->fused = dkb_decode_fused_ok(c->dtype, c->dk, c->dv, rows_per_head, p->max_slots);
+    /* a thread-block cluster per (request, K/V head) when every request has the slot count the kernel
+     * clusters (dkb_decode_cluster_ok) and the grid is one z slice (a cluster never straddles slices) */
+    int uniform = p->n_items <= 65535;
+    for (int b = 0; b < c->B && uniform; b++) uniform = p->slot_indptr[b + 1] - p->slot_indptr[b] == p->max_slots;
+    if (p->fused && uniform && dkb_decode_cluster_ok(c->dtype, c->dk, c->dv, rows_per_head, p->max_slots, c->abi, c->ws_o_dtype))
+      p->cluster = p->max_slots;
     int64_t rows = (int64_t)p->total_slots * c->H_q * c->C;
     int64_t per = c->abi == DKB_ABI_MLU ? (int64_t)c->dv * 4 + 4 + 4 + 1
                                         : (int64_t)c->dv * (int64_t)dkb_dtype_bytes((enum dkb_dtype)c->ws_o_dtype) + 4 + 1;
-    /* fused: one int32 arrival counter per (request, K/V head) */
-    p->workspace_bytes = rows * per + (p->fused ? (int64_t)c->B * c->H_kv * 4 : 0);
+    /* the ABI's states (in distributed shared memory for a cluster plan); fused in global memory: one
+     * int32 arrival counter per (request, K/V head) */
+    p->workspace_bytes = rows * per + (p->fused && !p->cluster ? (int64_t)c->B * c->H_kv * 4 : 0);
   }
+  order_longest_first(p, p->cluster > 1);
   return 0;
 }
 
@@ -286,7 +302,8 @@ void plan_release(struct decode_plan *p) {
 }
 
 const char *plan_combine_name(const struct decode_plan *p) {
-  return p->direct ? "none (direct)" : p->fused ? "fused (last producer CTA)" : "kernel";
+  return p->direct ? "none (direct)" : p->cluster ? "cluster (the request's producer CTAs, distributed shared memory)"
+         : p->fused ? "fused (last producer CTA)" : "kernel";
 }
 
 int64_t plan_visible_kv_bytes(const struct decode_call *c, const struct decode_plan *p) {
@@ -308,6 +325,8 @@ json_t *plan_json(const struct decode_call *c, const struct decode_plan *p) {
                         (json_int_t)p->tiles[1], "PARTIAL", (json_int_t)p->tiles[2], "visible_keys", (json_int_t)p->visible_keys);
   json_object_set_new(j, "item_table_truncated", json_boolean(shown < p->n_items));
   json_object_set_new(j, "combine", json_string(plan_combine_name(p)));
+  json_object_set_new(j, "cluster_ctas", json_integer(p->cluster));
+  json_object_set_new(j, "workspace_memory", json_string(p->direct ? "none" : p->cluster ? "distributed shared memory" : "global"));
   if (c->split_policy == SPLIT_AUTO) {
     char rule[96];
     snprintf(rule, sizeof rule, "min over s of the LPT makespan of CTAs of (tiles + %d) on heuristic_sms workers", kPlanCtaCostTiles);

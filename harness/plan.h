@@ -8,7 +8,8 @@
  * the device's SM count times the kernel's CTAs per SM (no item holds more than ceil(max_tiles / S)
  * tiles). Items are ordered longest first: the producer launches them in that order. A plan whose requests all have exactly one
  * slot writes O directly and launches no combine kernel; a plan with few slots per request has them
- * merged by the producer's last CTA (fused), otherwise the combine kernel merges them. */
+ * merged by the producer's last CTA (fused), or, with 2 slots in every request, by the request's
+ * CTAs as one thread-block cluster (their items kept together); otherwise the combine kernel merges them. */
 #ifndef DKB_PLAN_H
 #define DKB_PLAN_H
 
@@ -41,6 +42,9 @@ struct decode_plan {
   int total_slots;
   int direct;              /* one slot per request: no workspace, no combine */
   int fused;               /* the producer's last CTA per (request, K/V head) merges the slots (dkb_decode_fused_ok) */
+  int cluster;             /* fused with S = cluster slots in every request: each (request, K/V head) group runs as
+                            * one thread-block cluster merging in distributed shared memory (dkb_decode_cluster_ok);
+                            * its items are consecutive, in slot order; 0 otherwise */
   int splits;              /* the policy's split count S (auto: the heuristic's answer) */
   int capacity;            /* S_capacity (fixed policy), else = splits */
   int max_slots;           /* largest slot count of one request */
@@ -68,7 +72,7 @@ void plan_release(struct decode_plan *p);
 /* The plan as recorded in a bundle: policy, S, capacity, per-request slot counts, items (bounded),
  * workspace bytes, tile-class counts. */
 json_t *plan_json(const struct decode_call *c, const struct decode_plan *p);
-/* How the plan merges slots: "none (direct)", "fused (last producer CTA)" or "kernel". */
+/* How the plan merges slots: "none (direct)", "cluster (...)", "fused (last producer CTA)" or "kernel". */
 const char *plan_combine_name(const struct decode_plan *p);
 /* Bytes of K/V in the visible tiles (what a kernel that skips SKIP tiles must read). */
 int64_t plan_visible_kv_bytes(const struct decode_call *c, const struct decode_plan *p);

@@ -9,7 +9,9 @@
 //   decode_split_kv_producer_mma<T, D_PAD>  the same contract on tensor cores (mma.sync) for fp16/bf16,
 //       d <= 128 and up to 16 query rows per K/V head; two stages, three CTAs per SM.
 //   decode_split_kv_fused_mma<T, D_PAD>  that producer whose last CTA per (request, K/V head) also merges
-//       the group's slots (fused combine, 0x03C): one launch when the plan has few slots per request.
+//       the group's slots (fused combine, 0x03C): one launch when the plan has few slots per request; with
+//       2 slots in every request, launched as one thread-block cluster per group that merges in
+//       distributed shared memory (cluster_merge).
 //   decode_split_kv_combine<T, WS, NT>  one CTA per (request, query row, query head): exact merge of the
 //       request's slots, branching on validity before any exponential (0x02C); all-masked -> O=0, LSE=-inf.
 //   decode_naive_reference<T>        one CTA per output row, three passes over all keys, no split: the
@@ -19,6 +21,7 @@
 // (addresses), oracles/mask.c (visibility), harness/decode_ref.c (the whole call).
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
+#include <cooperative_groups.h>
 #include <cuda_runtime.h>
 
 #include <math.h>
@@ -759,6 +762,69 @@ __device__ void fused_combine(const dkb_decode_params &p, int b, int h, int g, i
   }
 }
 
+// Largest cluster a plan runs (cluster_merge): a cluster's CTAs must be co-scheduled on one GPC, which
+// costs more than the global merge it saves beyond 2 (H200, same machine, two rounds against the global
+// fused merge: 2 CTAs B16 T8192 -0.5 %, paged -0.4 %, window 1024 -3.1 %, 4 documents -2.1 %; 3 CTAs
+// B16 T8192 +38 %, window 1024 +45 %; 4 CTAs B16 -0.6 %, B4 T4096 graph -1.6 %, window 1024 +3 %; 8 CTAs
+// B4 T4096 +1.2 %, paged graph +3.7 %).
+constexpr int kClusterMax = 2;
+
+// ---- cluster merge: a request's S CTAs of one K/V head merge their states in distributed shared memory --
+// A plan with S <= kClusterMax slots in every request launches each (request, K/V head) group as one
+// thread-block cluster (ranks = the request's slots in order). Each CTA leaves its state in shared memory in the
+// workspace ABI's fields (cl_u: u or O [16][D_PAD], then m or LSE, l, validity [16]); after one cluster
+// barrier the S CTAs split the group's rows x 4-dim units and read the S states through DSMEM, then wait
+// at a second barrier so no CTA's shared memory is released while another reads it. No global
+// workspace, no arrival counter, no L2 round trip on the call's tail (the fused merge's atomic, scalar
+// and payload round trips were 2.3-5 us of the last CTA, H200 timeline). The weights and sums are those
+// of fused_combine, summed in rank (slot) order: deterministic.
+template <typename T, int D_PAD>
+__device__ void cluster_merge(const dkb_decode_params &p, int b, int h, int g, float *cl_u) {
+  namespace cg = cooperative_groups;
+  constexpr int NT = 128, ROWS = 16, LPR = D_PAD / 4, SMAX = kClusterMax;  // S <= SMAX: checked at launch
+  cg::cluster_group cl = cg::this_cluster();
+  cl.sync();  // release/acquire at cluster scope: every CTA's state is visible
+  const int S = p.cluster, rank = (int)cl.block_rank(), C = p.C, R = g * C;
+  const bool mlu = p.abi == DKB_ABI_MLU;
+  for (int unit = rank * NT + (int)threadIdx.x; unit < R * LPR; unit += S * NT) {
+    const int row = unit / LPR, x = (unit % LPR) * 4;
+    if (x >= p.dv) continue;
+    float ms[SMAX], ls[SMAX], vs[SMAX];
+    float4 us[SMAX];
+#pragma unroll
+    for (int c = 0; c < SMAX; c++)
+      if (c < S) {  // every remote load issued before any is used
+        const float *r = cl.map_shared_rank(cl_u, c);
+        us[c] = *reinterpret_cast<const float4 *>(r + row * D_PAD + x);
+        ms[c] = r[ROWS * D_PAD + row];
+        ls[c] = r[ROWS * D_PAD + ROWS + row];
+        vs[c] = r[ROWS * D_PAD + 2 * ROWS + row];
+      }
+    // The frame is the largest m (MLU) or LSE (LSE_O) among VALID states only (0x02C).
+    float M = -INFINITY;
+#pragma unroll
+    for (int c = 0; c < SMAX; c++)
+      if (c < S && vs[c] != 0.f) M = fmaxf(M, ms[c]);
+    const bool any = M != -INFINITY;
+    float L = 0.f, acc[4] = {0.f, 0.f, 0.f, 0.f};
+#pragma unroll
+    for (int c = 0; c < SMAX; c++)
+      if (c < S && vs[c] != 0.f && any) {
+        const float w = expf(ms[c] - M);
+        L += mlu ? ls[c] * w : w;
+        acc[0] = fmaf(w, us[c].x, acc[0]); acc[1] = fmaf(w, us[c].y, acc[1]);
+        acc[2] = fmaf(w, us[c].z, acc[2]); acc[3] = fmaf(w, us[c].w, acc[3]);
+      }
+    const int j = row / C, i = row % C, hq = h * g + j;
+    const int64_t orow = ((int64_t)b * C + i) * p.H_q + hq;
+    T *o = reinterpret_cast<T *>(p.o) + orow * p.dv + x;
+#pragma unroll
+    for (int e = 0; e < 4; e++) o[e] = from_f<T>(any ? acc[e] / L : 0.f);
+    if (x == 0 && p.lse) p.lse[orow] = any ? M + logf(L) : -INFINITY;
+  }
+  cl.sync();  // the other CTAs are done reading this CTA's shared memory
+}
+
 // ---- tensor-core producer: up to 16 query rows per K/V head on mma.sync m16n8k16 ---------------
 // The query rows of one K/V head group (g * C <= 16, zero-padded to 16) are the M side of the MMA; each
 // of the 4 warps owns 16 keys of every 64-key tile and keeps its own online-softmax state (m, l in base
@@ -780,8 +846,11 @@ struct MmaCfg {
   // banks: unpadded, the 8-way conflicts made the merge 0.7 us of a 2.9 us epilogue (H200 timeline).
   static constexpr int RS = D_PAD + 8;
   static constexpr int RED_BYTES = NW * ROWS * RS * 4 + 3 * NW * ROWS * 4 + 2 * ROWS * 4;
+  // A cluster plan's state of this CTA (the workspace ABI's fields, fp32) for the other CTAs to read:
+  // u or O [ROWS][D_PAD], then m or LSE, l and validity [ROWS], behind the merge buffer.
+  static constexpr int CL_BYTES = ROWS * D_PAD * 4 + 3 * ROWS * 4;
   static constexpr int SMEM = ST * STAGE_BYTES + Q_BYTES;
-  static_assert(RED_BYTES <= ST * STAGE_BYTES, "the merge buffer aliases the stages");
+  static_assert(RED_BYTES % 16 == 0 && RED_BYTES + CL_BYTES <= ST * STAGE_BYTES, "the merge buffers alias the stages");
 };
 
 __device__ __forceinline__ int rswz(int row, int chunk) { return chunk ^ (row & 7); }
@@ -980,6 +1049,9 @@ __device__ __forceinline__ void producer_mma(const dkb_decode_params &p) {
   // D_PAD / 4 lanes per row, four dims each, every row of a pass at once: a row per pass of the CTA made
   // the stores 1.7 us at 4 rows and 3.5 us at 8 (H200 timeline), now 0.6 and 1.1.
   const int slot = p.item_slot[item];
+  float *cl_u = reinterpret_cast<float *>(stages + K::RED_BYTES), *cl_m = cl_u + K::ROWS * D_PAD, *cl_l = cl_m + K::ROWS,
+        *cl_v = cl_l + K::ROWS;
+  (void)cl_m; (void)cl_l; (void)cl_v;
   constexpr int LPR = D_PAD / 4, RPP = K::NT / LPR;
   const int x = (tid % LPR) * 4;
 #pragma unroll
@@ -997,10 +1069,29 @@ __device__ __forceinline__ void producer_mma(const dkb_decode_params &p) {
       const float f = red_f[w * K::ROWS + row];
       u[0] += v.x * f; u[1] += v.y * f; u[2] += v.z * f; u[3] += v.w * f;
     }
+    if constexpr (FUSED) {
+      if (p.cluster > 1) {  // the state stays in shared memory for the cluster merge
+        if (x < p.dv) {
+          const bool lse_o = p.abi == DKB_ABI_LSE_O;
+          *reinterpret_cast<float4 *>(cl_u + row * D_PAD + x) =
+              valid ? (lse_o ? make_float4(u[0] / L, u[1] / L, u[2] / L, u[3] / L) : make_float4(u[0], u[1], u[2], u[3]))
+                    : make_float4(0.f, 0.f, 0.f, 0.f);
+        }
+        if (x == 0) {
+          cl_m[row] = !valid ? -INFINITY : p.abi == DKB_ABI_MLU ? M * kLn2 : M * kLn2 + logf(L);
+          cl_l[row] = valid ? L : 0.f;
+          cl_v[row] = valid ? 1.f : 0.f;
+        }
+        continue;
+      }
+    }
     if (x < p.dv) store4<T>(p, orow, srow, x, u, L, valid);
     if (x == 0) store_scalars(p, orow, srow, M, L, valid);
   }
-  if constexpr (FUSED) fused_combine<T, K::NT>(p, b, h, g, &row_flag);
+  if constexpr (FUSED) {
+    if (p.cluster > 1) cluster_merge<T, D_PAD>(p, b, h, g, cl_u);
+    else fused_combine<T, K::NT>(p, b, h, g, &row_flag);
+  }
 }
 
 template <typename T, int D_PAD>
@@ -1326,6 +1417,11 @@ extern "C" int dkb_decode_fused_ok(int dtype, int dk, int dv, int rows, int max_
          (int64_t)rows * max_slots <= kFusedRowSlots;
 }
 
+extern "C" int dkb_decode_cluster_ok(int dtype, int dk, int dv, int rows, int slots, int abi, int ws_o_dtype) {
+  return dkb_decode_fused_ok(dtype, dk, dv, rows, slots) && slots <= kClusterMax &&
+         (abi == DKB_ABI_MLU || (abi == DKB_ABI_LSE_O && ws_o_dtype == DKB_KDT_F32));
+}
+
 extern "C" int dkb_decode_occupancy(int dtype, int dk, int dv, int rows) {
   Instance in;
   if (!pick(dtype, dk, dv, rows, &in)) return 0;
@@ -1352,7 +1448,7 @@ static producer_fn producer_for(const dkb_decode_params &p, Instance *in) {
 extern "C" int dkb_decode_launch(const struct dkb_decode_params *p, void *stream) {
   Instance in;
   const producer_fn fn = producer_for(*p, &in);
-  if (!fn || (p->fused && !p->combine_count)) return (int)cudaErrorInvalidValue;
+  if (!fn || (p->fused && p->cluster <= 1 && !p->combine_count)) return (int)cudaErrorInvalidValue;
   cudaStream_t st = (cudaStream_t)stream;
   cudaError_t e = cudaFuncSetAttribute((const void *)fn, cudaFuncAttributeMaxDynamicSharedMemorySize, in.smem);
   if (e != cudaSuccess) return (int)e;
@@ -1362,7 +1458,25 @@ extern "C" int dkb_decode_launch(const struct dkb_decode_params *p, void *stream
     // cost the tensor-core producer 16 bytes of spill.
     const unsigned ny = p->n_items < 65535 ? (unsigned)p->n_items : 65535u;
     dim3 grid((unsigned)p->H_kv, ny, (unsigned)((p->n_items + 65534) / 65535));
-    fn<<<grid, in.nt, in.smem, st>>>(*p);
+    if (p->cluster > 1) {
+      // a cluster = the S consecutive items (grid y) of one request for one K/V head
+      if (!p->fused || p->cluster > kClusterMax || grid.z != 1 || p->n_items % p->cluster) return (int)cudaErrorInvalidValue;
+      cudaLaunchConfig_t cfg = {};
+      cfg.gridDim = grid;
+      cfg.blockDim = dim3((unsigned)in.nt);
+      cfg.dynamicSmemBytes = (size_t)in.smem;
+      cfg.stream = st;
+      cudaLaunchAttribute attr[1];
+      attr[0].id = cudaLaunchAttributeClusterDimension;
+      attr[0].val.clusterDim.x = 1;
+      attr[0].val.clusterDim.y = (unsigned)p->cluster;
+      attr[0].val.clusterDim.z = 1;
+      cfg.attrs = attr;
+      cfg.numAttrs = 1;
+      if ((e = cudaLaunchKernelEx(&cfg, fn, *p)) != cudaSuccess) return (int)e;
+    } else {
+      fn<<<grid, in.nt, in.smem, st>>>(*p);
+    }
     if ((e = cudaGetLastError()) != cudaSuccess) return (int)e;
   }
   if (p->direct || p->fused) return 0;

@@ -74,6 +74,9 @@ struct dkb_decode_params {
   uint8_t *ws_valid;              /* [slot][H_q][C] */
   int fused;                      /* 1: the producer's last CTA per (request, K/V head) merges the slots: no combine launch */
   int *combine_count;             /* fused: [B][H_kv] arrival counters, zero before the call; the last CTA resets its own */
+  int cluster;                    /* fused, > 1: the S = cluster items of each request are consecutive (grid y, slot
+                                   * order) and run as one thread-block cluster per (request, K/V head) that merges
+                                   * its states in distributed shared memory: no global workspace, no counters */
   /* append: rows [N_b - C, N_b) are new; written into the cache by dkb_append_launch */
   const void *k_new, *v_new;      /* [B][C][H_kv][dk] and [B][C][H_kv][dv] */
 };
@@ -93,6 +96,11 @@ int dkb_decode_occupancy(int dtype, int dk, int dv, int rows);
  * max_slots slot rows stays short and max_slots <= 32 (a long request split hundreds of ways keeps the
  * combine kernel). */
 int dkb_decode_fused_ok(int dtype, int dk, int dv, int rows, int max_slots);
+/* 1 when such a fused plan with exactly `slots` slots in every request can merge them in a thread-block
+ * cluster instead (struct dkb_decode_params cluster): 2 slots (larger clusters measured slower on the H200,
+ * kernels/decode.cu kClusterMax) and a workspace ABI whose fields are fp32 (MLU, or LSE_O with fp32 O), so
+ * the states the cluster merges are the ABI's. */
+int dkb_decode_cluster_ok(int dtype, int dk, int dv, int rows, int slots, int abi, int ws_o_dtype);
 /* Launches the producer (and the combine kernel unless direct or fused). 0 or a cudaError_t value. */
 int dkb_decode_launch(const struct dkb_decode_params *p, void *stream);
 /* The naive reference family: one CTA per (request, query row, query head), no split, any rows.

@@ -123,6 +123,89 @@ static void plan_items_cover_visible_keys_exactly(void **s) {
   }
 }
 
+/* Plans the fixture at path as the runner does (132 SMs, 2 CTAs per SM in the schedule). */
+static void plan_fixture(const char *path, struct decode_call *c, struct decode_inputs *in, struct decode_plan *pl) {
+  struct dkb_err e;
+  if (decode_call_load(path, c, &e)) fail_msg("%s: %s", path, e.msg);
+  const int tile = dkb_decode_tile_tokens(c->dtype, c->dk, c->dv, (c->H_q / c->H_kv) * c->C);
+  assert_true(tile > 0);
+  if (inputs_build(c, tile, in, &e)) fail_msg("%s: %s", path, e.msg);
+  struct plan_opts po = {tile, 132, 2};
+  if (plan_build(c, in, &po, pl, &e)) fail_msg("%s: %s", path, e.msg);
+}
+
+/* Items come in runs of pl->cluster, one request each, in slot order; every request has that many slots. */
+static void assert_cluster_groups(const struct decode_plan *pl) {
+  assert_int_equal(pl->n_items % pl->cluster, 0);
+  for (int i = 0; i < pl->n_items; i += pl->cluster) {
+    const int b = pl->item_b[i];
+    assert_int_equal(pl->slot_indptr[b + 1] - pl->slot_indptr[b], pl->cluster);
+    for (int r = 0; r < pl->cluster; r++) {
+      assert_int_equal(pl->item_b[i + r], b);
+      assert_int_equal(pl->item_slot[i + r], pl->slot_indptr[b] + r);
+    }
+  }
+}
+
+/* A cluster plan launches each request's items as one thread-block cluster of consecutive grid rows, so
+ * the plan must keep them together in slot order (rank r = slot r), give every request the cluster's
+ * slot count, and hold no global arrival counters; plans the kernel does not cluster (more slots, a bf16
+ * workspace, unequal slot counts) keep the global fused merge or the combine kernel. */
+static void cluster_plans_keep_each_requests_items_together_in_slot_order(void **s) {
+  (void)s;
+  struct { const char *path; int cluster; } cases[] = {
+      {"fixtures/bench/b16-t8192-g4-contig.json", 2}, {"fixtures/bench/b16-t8192-window1024.json", 2},
+      {"fixtures/decode/cluster-lse-o-fp32-sq2.json", 2}, {"fixtures/bench/b1-t32768-g4-contig.json", 0},
+      {"fixtures/decode/ragged-contig-nhd-bf16-g4.json", 0}, {"fixtures/bench/b8-t16384-g1-contig.json", 0}};
+  for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
+    struct decode_call c;
+    struct decode_inputs in;
+    struct decode_plan pl;
+    plan_fixture(cases[k].path, &c, &in, &pl);
+    if (pl.cluster != cases[k].cluster) fail_msg("%s: cluster %d, want %d", cases[k].path, pl.cluster, cases[k].cluster);
+    json_t *j = plan_json(&c, &pl);
+    assert_int_equal(json_integer_value(json_object_get(j, "cluster_ctas")), pl.cluster);
+    const char *mem = json_string_value(json_object_get(j, "workspace_memory"));
+    assert_string_equal(mem, pl.direct ? "none" : pl.cluster ? "distributed shared memory" : "global");
+    json_decref(j);
+    if (pl.cluster) {
+      assert_cluster_groups(&pl);
+      /* the ABI's states, no arrival counters */
+      const int64_t per = c.abi == DKB_ABI_MLU ? (int64_t)c.dv * 4 + 9 : (int64_t)c.dv * 4 + 5;
+      assert_int_equal(pl.workspace_bytes, (int64_t)pl.total_slots * c.H_q * c.C * per);
+    }
+    plan_release(&pl);
+    inputs_release(&in);
+    decode_call_release(&c);
+  }
+  /* Two requests of 901 keys: items of 451 and 450 keys, which longest-first alone would interleave
+   * across the requests. The same plan with a bf16 O workspace, or with one request of one slot: not
+   * clustered. */
+  const char *base = "{\"schema\": \"dkb.decode/v1\", \"name\": \"x\", \"phase\": \"decode\", \"q_len\": 1, "
+                     "\"heads\": {\"H_q\": 8, \"H_kv\": 2, \"d_qk\": 128, \"d_v\": 128}, \"dtype\": \"bf16\", "
+                     "\"requests\": [{\"kv_len\": %d}, {\"kv_len\": 901}], \"cache\": {\"layout\": \"contiguous_nhd\"}, "
+                     "\"mask\": {\"kind\": \"causal\"}, \"split\": %s, %s\"seed\": 1, \"tolerance\": {\"atol\": 0.001, \"rtol\": 0.01}}";
+  struct { int len; const char *split, *ws; int fused, cluster; } v[] = {
+      {901, "{\"policy\": \"fixed\", \"splits\": 2}", "", 1, 2},
+      {901, "{\"policy\": \"fixed\", \"splits\": 2}", "\"workspace\": {\"abi\": \"lse_o\", \"o_dtype\": \"fp32\"}, ", 1, 2},
+      {901, "{\"policy\": \"fixed\", \"splits\": 2}", "\"workspace\": {\"abi\": \"lse_o\", \"o_dtype\": \"bf16\"}, ", 1, 0},
+      {300, "{\"policy\": \"chunk\", \"chunk\": 512}", "", 1, 0}};
+  for (size_t k = 0; k < sizeof v / sizeof v[0]; k++) {
+    char doc[2048];
+    snprintf(doc, sizeof doc, base, v[k].len, v[k].split, v[k].ws);
+    struct decode_call c;
+    struct decode_inputs in;
+    struct decode_plan pl;
+    plan_fixture(tmp_file("cluster-plan.json", doc), &c, &in, &pl);
+    if (pl.fused != v[k].fused || pl.cluster != v[k].cluster)
+      fail_msg("case %zu: fused %d cluster %d, want %d %d", k, pl.fused, pl.cluster, v[k].fused, v[k].cluster);
+    if (pl.cluster) assert_cluster_groups(&pl);
+    plan_release(&pl);
+    inputs_release(&in);
+    decode_call_release(&c);
+  }
+}
+
 /* n requests of t tiles each, 264 CTA slots (132 SMs x 2) */
 static int auto_uniform(int n, int64_t t, int heads, int max_splits) {
   int64_t tiles[64];
@@ -161,8 +244,11 @@ static void run_without_gpu_stops_at_level_2_with_reason(void **s) {
   char why[256];
   if (have_gpu(why, sizeof why)) { print_message("[  SKIP    ] a GPU is present: this test is for hosts without one\n"); skip(); }
   struct run_result r;
-  run_sh(&r, "build/dkb run fixtures/decode/default.json -o %s/run-cpu", tmp_dir());
+  run_sh(&r, "build/dkb run fixtures/decode/default.json -o %s/run-cpu/", tmp_dir());  /* a trailing slash: one separator */
   assert_int_equal(r.rc, 0);
+  char line[512];
+  snprintf(line, sizeof line, "  bundle      %s/run-cpu/bundle.json\n", tmp_dir());
+  assert_non_null(strstr(r.out, line));
   assert_non_null(strstr(r.out, "  level       2 (cuda_runtime_unavailable)\n"));
   assert_non_null(strstr(r.out, "correctness not run on a GPU"));
   run_result_release(&r);
@@ -443,6 +529,7 @@ static void gpu_split_k_agrees_with_split_1(void **s) {
 DKB_TEST_GROUP(run, cmocka_unit_test(decode_fixtures_are_schema_valid_and_load),
                cmocka_unit_test(malformed_decode_fixtures_name_pointer_and_reason),
                cmocka_unit_test(plan_items_cover_visible_keys_exactly), cmocka_unit_test(auto_split_minimizes_the_lpt_makespan),
+               cmocka_unit_test(cluster_plans_keep_each_requests_items_together_in_slot_order),
                cmocka_unit_test(run_without_gpu_stops_at_level_2_with_reason),
                cmocka_unit_test(dumps_recompute_in_numpy_to_1e12), cmocka_unit_test(bench_writes_table_csv_json_and_svg),
                cmocka_unit_test(bench_targets_judge_level_6_results_only), cmocka_unit_test(bench_targets_errors_and_require_targets),
