@@ -72,6 +72,7 @@ void dkb_trace_take_record(struct dkb_trace *t, const void *record) {
     o->correlation_id = k->correlationId;
     o->grid[0] = k->gridX, o->grid[1] = k->gridY, o->grid[2] = k->gridZ;
     o->block[0] = k->blockX, o->block[1] = k->blockY, o->block[2] = k->blockZ;
+    o->cluster[0] = k->clusterX, o->cluster[1] = k->clusterY, o->cluster[2] = k->clusterZ;
     o->registers = k->registersPerThread;
     o->static_smem = k->staticSharedMemory;
     o->dynamic_smem = k->dynamicSharedMemory;
@@ -329,11 +330,12 @@ int dkb_trace_jsonl(const struct dkb_trace *t, struct dkb_buf *out, struct dkb_e
     return -1;
   for (size_t i = 0; i < t->nkernels; i++) {
     const struct dkb_trace_kernel *k = &t->kernels[i];
-    json_t *r = json_pack("{s:s, s:s, s:s, s:I, s:o, s:b, s:o, s:o, s:i, s:i, s:i, s:o, s:o, s:I, s:I, s:I, s:I}",
+    json_t *r = json_pack("{s:s, s:s, s:s, s:I, s:o, s:b, s:o, s:o, s:o, s:i, s:i, s:i, s:o, s:o, s:I, s:I, s:I, s:I}",
                           "record", "kernel", "name", k->name, "demangled", k->demangled ? k->demangled : k->name,
                           "correlation_id", (json_int_t)k->correlation_id, "external_id",
                           k->has_external ? json_integer((json_int_t)k->external_id) : json_null(), "in_range",
-                          k->in_range, "grid", triple(k->grid), "block", triple(k->block), "registers_per_thread",
+                          k->in_range, "grid", triple(k->grid), "block", triple(k->block), "cluster", triple(k->cluster),
+                          "registers_per_thread",
                           (int)k->registers, "static_shared_bytes", (int)k->static_smem, "dynamic_shared_bytes",
                           (int)k->dynamic_smem, "start_ns", rel(k->start_ns, o), "end_ns", rel(k->end_ns, o),
                           "device_id", (json_int_t)k->device_id, "context_id", (json_int_t)k->context_id,
@@ -372,10 +374,10 @@ json_t *dkb_trace_summary_json(const struct dkb_trace *t) {
   for (size_t i = 0; i < t->nsymbols; i++) {
     const struct dkb_trace_symbol *s = &t->symbols[i];
     json_array_append_new(kernels,
-                          json_pack("{s:s, s:s, s:I, s:I, s:o, s:o, s:i, s:i, s:i}", "symbol", s->name, "demangled",
+                          json_pack("{s:s, s:s, s:I, s:I, s:o, s:o, s:o, s:i, s:i, s:i}", "symbol", s->name, "demangled",
                                     s->demangled, "launches", (json_int_t)s->launches, "launches_in_range",
                                     (json_int_t)s->launches_in_range, "grid", triple(s->first->grid), "block",
-                                    triple(s->first->block), "registers_per_thread", (int)s->first->registers,
+                                    triple(s->first->block), "cluster", triple(s->first->cluster), "registers_per_thread", (int)s->first->registers,
                                     "static_shared_bytes", (int)s->first->static_smem, "dynamic_shared_bytes",
                                     (int)s->first->dynamic_smem));
   }

@@ -1052,9 +1052,6 @@ __device__ __forceinline__ void producer_mma(const dkb_decode_params &p) {
   // D_PAD / 4 lanes per row, four dims each, every row of a pass at once: a row per pass of the CTA made
   // the stores 1.7 us at 4 rows and 3.5 us at 8 (H200 timeline), now 0.6 and 1.1.
   const int slot = p.item_slot[item];
-  float *cl_u = reinterpret_cast<float *>(stages + K::RED_BYTES), *cl_m = cl_u + K::ROWS * D_PAD, *cl_l = cl_m + K::ROWS,
-        *cl_v = cl_l + K::ROWS;
-  (void)cl_m; (void)cl_l; (void)cl_v;
   constexpr int LPR = D_PAD / 4, RPP = K::NT / LPR;
   const int x = (tid % LPR) * 4;
 #pragma unroll
@@ -1074,6 +1071,7 @@ __device__ __forceinline__ void producer_mma(const dkb_decode_params &p) {
     }
     if constexpr (FUSED) {
       if (p.cluster > 1) {  // the state stays in shared memory for the cluster merge
+        float *cl_u = reinterpret_cast<float *>(stages + K::RED_BYTES), *cl_m = cl_u + K::ROWS * D_PAD;
         if (x < p.dv) {
           const bool lse_o = p.abi == DKB_ABI_LSE_O;
           *reinterpret_cast<float4 *>(cl_u + row * D_PAD + x) =
@@ -1082,8 +1080,8 @@ __device__ __forceinline__ void producer_mma(const dkb_decode_params &p) {
         }
         if (x == 0) {
           cl_m[row] = !valid ? -INFINITY : p.abi == DKB_ABI_MLU ? M * kLn2 : M * kLn2 + logf(L);
-          cl_l[row] = valid ? L : 0.f;
-          cl_v[row] = valid ? 1.f : 0.f;
+          cl_m[K::ROWS + row] = valid ? L : 0.f;       // l
+          cl_m[2 * K::ROWS + row] = valid ? 1.f : 0.f;  // validity
         }
         continue;
       }
@@ -1092,7 +1090,7 @@ __device__ __forceinline__ void producer_mma(const dkb_decode_params &p) {
     if (x == 0) store_scalars(p, orow, srow, M, L, valid);
   }
   if constexpr (FUSED) {
-    if (p.cluster > 1) cluster_merge<T, D_PAD>(p, b, h, g, cl_u);
+    if (p.cluster > 1) cluster_merge<T, D_PAD>(p, b, h, g, reinterpret_cast<float *>(stages + K::RED_BYTES));
     else fused_combine<T, K::NT>(p, b, h, g, &row_flag);
   }
 }

@@ -378,6 +378,7 @@ static void made_up_trace(struct dkb_trace *t) {
     k->correlation_id = corr[i];
     k->grid[0] = 132 * (i + 1), k->grid[1] = k->grid[2] = 1;
     k->block[0] = 128, k->block[1] = k->block[2] = 1;
+    k->cluster[0] = k->cluster[1] = k->cluster[2] = 1;
     k->registers = 64;
     k->dynamic_smem = 1024;
     k->start_ns = 1000000000200ULL + 10 * (uint64_t)i;
@@ -486,7 +487,8 @@ static void trace_takes_cupti_records_and_pairs_markers(void **s) {
   k.kind = CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL;
   k.name = name;
   k.correlationId = 17;
-  k.gridX = 2, k.gridY = 3, k.gridZ = 1, k.blockX = 64, k.blockY = 1, k.blockZ = 1;
+  k.gridX = 2, k.gridY = 4, k.gridZ = 1, k.blockX = 64, k.blockY = 1, k.blockZ = 1;
+  k.clusterX = 1, k.clusterY = 2, k.clusterZ = 1;
   k.registersPerThread = 32, k.staticSharedMemory = 16, k.dynamicSharedMemory = 128;
   k.start = 2000, k.end = 2500, k.streamId = 13, k.graphId = 0;
   dkb_trace_take_record(&t, &k);
@@ -502,7 +504,13 @@ static void trace_takes_cupti_records_and_pairs_markers(void **s) {
   assert_non_null(sym);
   assert_string_equal(sym->demangled, "kernel(float*)"); /* c++filt */
   assert_int_equal(sym->launches_in_range, 1);
-  assert_int_equal(sym->first->grid[1], 3);
+  assert_int_equal(sym->first->grid[1], 4);
+  assert_int_equal(sym->first->cluster[1], 2);
+  json_t *sum = dkb_trace_summary_json(&t);
+  json_t *cl = json_object_get(json_array_get(json_object_get(sum, "kernels"), 0), "cluster");
+  assert_int_equal(json_integer_value(json_array_get(cl, 1)), 2);
+  assert_capture_schema("trace_summary", sum);
+  json_decref(sum);
   assert_int_equal(sym->first->dynamic_smem, 128);
   assert_int_equal(sym->first->stream_id, 13);
   dkb_trace_release(&t);
