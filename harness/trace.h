@@ -25,7 +25,8 @@ struct dkb_trace_kernel {
   uint64_t external_id;      /* that record's id */
   int in_range;              /* 1 when the launching API call started inside the NVTX range */
   int32_t grid[3], block[3];
-  int32_t cluster[3];        /* thread-block cluster dims (compute capability >= 9.0; 1,1,1 = no cluster, 0 = not reported) */
+  int32_t cluster[3];        /* thread-block cluster dims (compute capability >= 9.0); CUPTI 13 on the H200
+                              * reports 0,0,0 for a launch without a cluster */
   uint16_t registers;        /* per thread */
   int32_t static_smem, dynamic_smem; /* bytes per block */
   uint64_t start_ns, end_ns; /* CUPTI timestamps */

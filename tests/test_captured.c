@@ -6,7 +6,7 @@
 #include <string.h>
 
 static const char *const CAPTURED[] = {"default", "ragged-contig-nhd-bf16-g4", "flashmask-documents", "append-paged-sq3",
-                                       "window-sink-paged"};
+                                       "window-sink-paged", "cluster-lse-o-fp32-sq2"};
 
 static void captured_bundles_validate_at_level_6(void **s) {
   (void)s;
@@ -52,4 +52,30 @@ static void mutated_captured_bundles_fail(void **s) {
   run_result_release(&r);
 }
 
-DKB_TEST_GROUP(captured, cmocka_unit_test(captured_bundles_validate_at_level_6), cmocka_unit_test(mutated_captured_bundles_fail))
+/* The plan's merge claim against what CUPTI saw: a cluster plan's producer launched with cluster dims
+ * [1, cluster_ctas, 1], every other captured producer without a cluster (CUPTI 13 on the H200 reports
+ * [0, 0, 0] for those). */
+static void captured_cluster_plans_were_launched_as_clusters(void **s) {
+  (void)s;
+  for (size_t i = 0; i < sizeof CAPTURED / sizeof CAPTURED[0]; i++) {
+    struct run_result r;
+    run_sh(&r,
+           "/usr/bin/python3 -c '\n"
+           "import glob, json, sys\n"
+           "d = sys.argv[1]\n"
+           "S = json.load(open(d + \"/bundle.json\"))[\"dispatch\"][\"plan\"][\"cluster_ctas\"]\n"
+           "ks = [json.loads(l) for f in glob.glob(d + \"/trace.*.jsonl\") for l in open(f)]\n"
+           "prod = [k[\"cluster\"] for k in ks if k[\"record\"] == \"kernel\" and \"producer\" in k[\"demangled\"] + k[\"name\"] or k[\"record\"] == \"kernel\" and \"fused\" in k[\"name\"]]\n"
+           "want = [[1, S, 1]] if S > 1 else [[0, 0, 0], [1, 1, 1]]\n"
+           "print(S, prod)\n"
+           "sys.exit(0 if prod and all(c in want for c in prod) else 1)\n"
+           "' fixtures/captured/%s",
+           CAPTURED[i]);
+    if (r.rc != 0) fail_msg("%s: %s%s", CAPTURED[i], r.out, r.err);
+    if (!strcmp(CAPTURED[i], "cluster-lse-o-fp32-sq2")) assert_string_equal(r.out, "2 [[1, 2, 1]]\n");
+    run_result_release(&r);
+  }
+}
+
+DKB_TEST_GROUP(captured, cmocka_unit_test(captured_bundles_validate_at_level_6), cmocka_unit_test(mutated_captured_bundles_fail),
+               cmocka_unit_test(captured_cluster_plans_were_launched_as_clusters))
