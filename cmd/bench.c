@@ -68,10 +68,17 @@ int cmd_bench(int argc, char **argv) {
   memset(&r, 0, sizeof r);
   if (roof && dev.available) {
     if (bench_roofline(m.roofline_bytes, &t, &r, &err)) fprintf(stderr, "dkb: bench: roofline failed: %s\n", err.msg);
-    else printf("roofline: %s streams %.3g GB: median %.1f us = %.3f TB/s (%zu samples)\n", "dkb_roofline_read_v1", r.bytes / 1e9,
-                r.median_us, r.tbps, r.samples);
+    else {
+      printf("roofline: %s streams %.3g GB: median %.1f us = %.3f TB/s (%zu samples)\n", "dkb_roofline_read_v1", r.bytes / 1e9,
+             r.median_us, r.tbps, r.samples);
+      if (r.floor_measured)
+        printf("floor: %s (an empty kernel, the same timing) median %.2f us (%zu samples): the least any case can measure\n",
+               "dkb_empty_v1", r.floor_us, r.floor_samples);
+      else fprintf(stderr, "dkb: bench: launch floor not measured: %s\n", r.floor_reason);
+    }
   } else {
     snprintf(r.reason, sizeof r.reason, "%s", roof ? dev.reason : "--no-roofline");
+    snprintf(r.floor_reason, sizeof r.floor_reason, "%s", r.reason);
   }
   printf("bandwidth = (unique K/V bytes + Q bytes + O bytes) / median time, decimal TB/s; fraction = bandwidth / roofline\n");
   printf("%-34s %-15s %5s %6s %4s %7s %10s %7s %6s %8s %6s %5s\n", "case", "layout", "B", "T", "g", "split", "median_us",

@@ -16,6 +16,9 @@ extern "C" {
 int dkb_roofline_read(const void *src, size_t n16, float *sink, int grid, void *stream);
 /* Names of the kernel symbols roofline.cu defines, for matching CUPTI records. */
 extern const char *const dkb_roofline_symbol;
+/* An empty kernel (roofline.cu, one CTA of 32 threads): what the timing method measures for no work. */
+int dkb_empty_launch(void *stream);
+extern const char *const dkb_empty_symbol;
 
 /* Stream hold (hold.cu): one thread spins until flag_dev[0] != 0, or sets flag_dev[1] and returns after
  * timeout_ns. flag_dev is the device address of host-mapped memory the host writes. */
