@@ -372,6 +372,18 @@ __device__ __forceinline__ void store_elem(const dkb_decode_params &p, int64_t o
   else if (p.ws_o_dtype == DKB_KDT_BF16) reinterpret_cast<__nv_bfloat16 *>(p.ws_u)[srow * p.dv + x] = __float2bfloat16_rn(valid ? u / l : 0.f);
   else reinterpret_cast<float *>(p.ws_u)[srow * p.dv + x] = valid ? u / l : 0.f;
 }
+// The workspace ABI's fp32 fields of one state (0x03D), wherever the state is kept (global workspace or a
+// cluster's shared memory): the frame value, m in natural-log units (MLU) or LSE (LSE_O), -inf when empty;
+// m2 is the max in base 2.
+__device__ __forceinline__ float abi_frame(const dkb_decode_params &p, float m2, float l, bool valid) {
+  return !valid ? -INFINITY : p.abi == DKB_ABI_MLU ? m2 * kLn2 : m2 * kLn2 + logf(l);
+}
+// ... and four payload values: u (MLU) or O = u / l (LSE_O), zeros when empty.
+__device__ __forceinline__ float4 abi_payload4(const dkb_decode_params &p, const float u[4], float l, bool valid) {
+  if (!valid) return make_float4(0.f, 0.f, 0.f, 0.f);
+  return p.abi == DKB_ABI_MLU ? make_float4(u[0], u[1], u[2], u[3]) : make_float4(u[0] / l, u[1] / l, u[2] / l, u[3] / l);
+}
+
 // The row's scalars: LSE (direct), or validity and m, l (MLU) or LSE (LSE_O); m2 is the max in base 2.
 __device__ __forceinline__ void store_scalars(const dkb_decode_params &p, int64_t orow, int64_t srow, float m2, float l, bool valid) {
   const float lse = valid ? m2 * kLn2 + logf(l) : -INFINITY;
@@ -380,8 +392,8 @@ __device__ __forceinline__ void store_scalars(const dkb_decode_params &p, int64_
     return;
   }
   p.ws_valid[srow] = valid;
-  if (p.abi == DKB_ABI_MLU) { p.ws_m[srow] = valid ? m2 * kLn2 : -INFINITY; p.ws_l[srow] = valid ? l : 0.f; }
-  else p.ws_m[srow] = lse;
+  p.ws_m[srow] = abi_frame(p, m2, l, valid);
+  if (p.abi == DKB_ABI_MLU) p.ws_l[srow] = valid ? l : 0.f;
 }
 
 // Elements x .. x+3 of a row (x % 4 == 0, x + 3 < d_v): store_elem four at a time, vector stores where
@@ -389,12 +401,8 @@ __device__ __forceinline__ void store_scalars(const dkb_decode_params &p, int64_
 template <typename T>
 __device__ __forceinline__ void store4(const dkb_decode_params &p, int64_t orow, int64_t srow, int x, const float u[4],
                                        float l, bool valid) {
-  if (p.abi == DKB_ABI_MLU && !p.direct) {
-    *reinterpret_cast<float4 *>(reinterpret_cast<float *>(p.ws_u) + srow * p.dv + x) =
-        valid ? make_float4(u[0], u[1], u[2], u[3]) : make_float4(0.f, 0.f, 0.f, 0.f);
-  } else if (p.abi == DKB_ABI_LSE_O && !p.direct && p.ws_o_dtype != DKB_KDT_BF16) {
-    *reinterpret_cast<float4 *>(reinterpret_cast<float *>(p.ws_u) + srow * p.dv + x) =
-        valid ? make_float4(u[0] / l, u[1] / l, u[2] / l, u[3] / l) : make_float4(0.f, 0.f, 0.f, 0.f);
+  if (!p.direct && (p.abi == DKB_ABI_MLU || p.ws_o_dtype != DKB_KDT_BF16)) {
+    *reinterpret_cast<float4 *>(reinterpret_cast<float *>(p.ws_u) + srow * p.dv + x) = abi_payload4(p, u, l, valid);
   } else {
 #pragma unroll
     for (int e = 0; e < 4; e++) store_elem<T>(p, orow, srow, x + e, u[e], l, valid);
@@ -654,7 +662,8 @@ template <> __device__ __forceinline__ void load4<__nv_bfloat16>(const __nv_bflo
 }
 
 // The payloads of slots first, first + step, ... below end (B of them at most), at u + slot * ustep: all
-// loads issued before any is used, one L2 round trip. Both merges read their slots through this pair.
+// loads issued before any is used, one L2 round trip. The fused merge and the combine kernel read their
+// slots through this pair; the cluster merge sums through add_slots too.
 template <typename WS, int B>
 __device__ __forceinline__ void load_slots(const WS *u, int64_t ustep, int first, int step, int end, float pay[B][4]) {
 #pragma unroll
@@ -779,8 +788,8 @@ constexpr int kClusterMax = 2;
 // barrier the S CTAs split the group's rows x 4-dim units and read the S states through DSMEM, then wait
 // at a second barrier so no CTA's shared memory is released while another reads it. No global
 // workspace, no arrival counter, no L2 round trip on the call's tail (the fused merge's atomic, scalar
-// and payload round trips were 2.3-5 us of the last CTA, H200 timeline). The weights and sums are those
-// of fused_combine, summed in rank (slot) order: deterministic.
+// and payload round trips were 2.3-5 us of the last CTA, H200 timeline). The weights are those of
+// fused_combine, and add_slots sums them in rank (slot) order: deterministic.
 template <typename T, int D_PAD>
 __device__ void cluster_merge(const dkb_decode_params &p, int b, int h, int g, float *cl_u) {
   namespace cg = cooperative_groups;
@@ -792,13 +801,13 @@ __device__ void cluster_merge(const dkb_decode_params &p, int b, int h, int g, f
   for (int unit = rank * NT + (int)threadIdx.x; unit < R * LPR; unit += S * NT) {
     const int row = unit / LPR, x = (unit % LPR) * 4;
     if (x >= p.dv) continue;
-    float ms[SMAX], ls[SMAX], vs[SMAX];
-    float4 us[SMAX];
+    float ms[SMAX], ls[SMAX], vs[SMAX], pay[SMAX][4];
 #pragma unroll
     for (int c = 0; c < SMAX; c++)
       if (c < S) {  // every remote load issued before any is used
         const float *r = cl.map_shared_rank(cl_u, c);
-        us[c] = *reinterpret_cast<const float4 *>(r + row * D_PAD + x);
+        const float4 v = *reinterpret_cast<const float4 *>(r + row * D_PAD + x);
+        pay[c][0] = v.x; pay[c][1] = v.y; pay[c][2] = v.z; pay[c][3] = v.w;
         ms[c] = r[ROWS * D_PAD + row];
         ls[c] = r[ROWS * D_PAD + ROWS + row];
         vs[c] = r[ROWS * D_PAD + 2 * ROWS + row];
@@ -809,15 +818,14 @@ __device__ void cluster_merge(const dkb_decode_params &p, int b, int h, int g, f
     for (int c = 0; c < SMAX; c++)
       if (c < S && vs[c] != 0.f) M = fmaxf(M, ms[c]);
     const bool any = M != -INFINITY;
-    float L = 0.f, acc[4] = {0.f, 0.f, 0.f, 0.f};
+    float L = 0.f, w[SMAX] = {}, acc[4] = {0.f, 0.f, 0.f, 0.f};
 #pragma unroll
     for (int c = 0; c < SMAX; c++)
-      if (c < S && vs[c] != 0.f && any) {
-        const float w = expf(ms[c] - M);
-        L += mlu ? ls[c] * w : w;
-        acc[0] = fmaf(w, us[c].x, acc[0]); acc[1] = fmaf(w, us[c].y, acc[1]);
-        acc[2] = fmaf(w, us[c].z, acc[2]); acc[3] = fmaf(w, us[c].w, acc[3]);
+      if (c < S) {
+        w[c] = vs[c] != 0.f && any ? expf(ms[c] - M) : 0.f;  // an empty state weighs 0
+        L += mlu ? ls[c] * w[c] : w[c];
       }
+    add_slots<SMAX>(pay, 0, 1, S, [&w](int c) { return w[c]; }, acc);
     const int j = row / C, i = row % C, hq = h * g + j;
     const int64_t orow = ((int64_t)b * C + i) * p.H_q + hq;
     T *o = reinterpret_cast<T *>(p.o) + orow * p.dv + x;
@@ -1072,14 +1080,9 @@ __device__ __forceinline__ void producer_mma(const dkb_decode_params &p) {
     if constexpr (FUSED) {
       if (p.cluster > 1) {  // the state stays in shared memory for the cluster merge
         float *cl_u = reinterpret_cast<float *>(stages + K::RED_BYTES), *cl_m = cl_u + K::ROWS * D_PAD;
-        if (x < p.dv) {
-          const bool lse_o = p.abi == DKB_ABI_LSE_O;
-          *reinterpret_cast<float4 *>(cl_u + row * D_PAD + x) =
-              valid ? (lse_o ? make_float4(u[0] / L, u[1] / L, u[2] / L, u[3] / L) : make_float4(u[0], u[1], u[2], u[3]))
-                    : make_float4(0.f, 0.f, 0.f, 0.f);
-        }
+        if (x < p.dv) *reinterpret_cast<float4 *>(cl_u + row * D_PAD + x) = abi_payload4(p, u, L, valid);
         if (x == 0) {
-          cl_m[row] = !valid ? -INFINITY : p.abi == DKB_ABI_MLU ? M * kLn2 : M * kLn2 + logf(L);
+          cl_m[row] = abi_frame(p, M, L, valid);
           cl_m[K::ROWS + row] = valid ? L : 0.f;       // l
           cl_m[2 * K::ROWS + row] = valid ? 1.f : 0.f;  // validity
         }
