@@ -10,6 +10,7 @@
 #include "harness/device.h"
 #include "harness/fsutil.h"
 #include "harness/runner.h"
+#include "kernels/kernels.h"
 #include "harness/trace.h"
 
 static void quiet_progress(void *ctx, const char *stage, const char *detail) { (void)ctx; (void)stage; (void)detail; }
@@ -69,11 +70,11 @@ int cmd_bench(int argc, char **argv) {
   if (roof && dev.available) {
     if (bench_roofline(m.roofline_bytes, &t, &r, &err)) fprintf(stderr, "dkb: bench: roofline failed: %s\n", err.msg);
     else {
-      printf("roofline: %s streams %.3g GB: median %.1f us = %.3f TB/s (%zu samples)\n", "dkb_roofline_read_v1", r.bytes / 1e9,
+      printf("roofline: %s streams %.3g GB: median %.1f us = %.3f TB/s (%zu samples)\n", dkb_roofline_symbol, r.bytes / 1e9,
              r.median_us, r.tbps, r.samples);
       if (r.floor_measured)
         printf("floor: %s (an empty kernel, the same timing) median %.2f us (%zu samples): the least any case can measure\n",
-               "dkb_empty_v1", r.floor_us, r.floor_samples);
+               dkb_empty_symbol, r.floor_us, r.floor_samples);
       else fprintf(stderr, "dkb: bench: launch floor not measured: %s\n", r.floor_reason);
     }
   } else {

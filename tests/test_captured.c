@@ -65,7 +65,7 @@ static void captured_cluster_plans_were_launched_as_clusters(void **s) {
            "d = sys.argv[1]\n"
            "S = json.load(open(d + \"/bundle.json\"))[\"dispatch\"][\"plan\"][\"cluster_ctas\"]\n"
            "ks = [json.loads(l) for f in glob.glob(d + \"/trace.*.jsonl\") for l in open(f)]\n"
-           "prod = [k[\"cluster\"] for k in ks if k[\"record\"] == \"kernel\" and \"producer\" in k[\"demangled\"] + k[\"name\"] or k[\"record\"] == \"kernel\" and \"fused\" in k[\"name\"]]\n"
+           "prod = [k[\"cluster\"] for k in ks if k[\"record\"] == \"kernel\" and (\"decode_split_kv_producer\" in k[\"name\"] or \"decode_split_kv_fused\" in k[\"name\"])]\n"
            "want = [[1, S, 1]] if S > 1 else [[0, 0, 0], [1, 1, 1]]\n"
            "print(S, prod)\n"
            "sys.exit(0 if prod and all(c in want for c in prod) else 1)\n"
