@@ -72,14 +72,18 @@ int cmd_bench(int argc, char **argv) {
     else {
       printf("roofline: %s streams %.3g GB: median %.1f us = %.3f TB/s (%zu samples)\n", dkb_roofline_symbol, r.bytes / 1e9,
              r.median_us, r.tbps, r.samples);
-      if (r.floor_measured)
-        printf("floor: %s (an empty kernel, the same timing) median %.2f us (%zu samples): the least any case can measure\n",
-               dkb_empty_symbol, r.floor_us, r.floor_samples);
-      else fprintf(stderr, "dkb: bench: launch floor not measured: %s\n", r.floor_reason);
+      static const char *const how[2] = {"plain launches", "graph replay"};
+      for (int g = 0; g < 2; g++) {
+        const struct bench_floor *f = &r.floor[g];
+        if (f->measured)
+          printf("floor: %s (an empty kernel, the same timing, %s) median %.2f us (%zu samples): the least a%s case can "
+                 "measure\n", dkb_empty_symbol, how[g], f->us, f->samples, g ? " --graph" : "ny");
+        else fprintf(stderr, "dkb: bench: launch floor (%s) not measured: %s\n", how[g], f->reason);
+      }
     }
   } else {
     snprintf(r.reason, sizeof r.reason, "%s", roof ? dev.reason : "--no-roofline");
-    snprintf(r.floor_reason, sizeof r.floor_reason, "%s", r.reason);
+    for (int g = 0; g < 2; g++) snprintf(r.floor[g].reason, sizeof r.floor[g].reason, "%s", r.reason);
   }
   printf("bandwidth = (unique K/V bytes + Q bytes + O bytes) / median time, decimal TB/s; fraction = bandwidth / roofline\n");
   printf("%-34s %-15s %5s %6s %4s %7s %10s %7s %6s %8s %6s %5s\n", "case", "layout", "B", "T", "g", "split", "median_us",

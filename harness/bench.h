@@ -63,14 +63,17 @@ struct bench_roofline {
   double bytes, median_us, tbps;
   size_t samples;
   /* The launch floor: an empty kernel timed by the same pass, the least any case can measure (small
-   * calls are read against it). */
-  int floor_measured;
-  char floor_reason[1100];
-  double floor_us;
-  size_t floor_samples;
+   * calls are read against it), [0] with plain launches and [1] replayed from a CUDA graph (the floor of
+   * --graph cases). */
+  struct bench_floor {
+    int measured;
+    char reason[1100];
+    double us;
+    size_t samples;
+  } floor[2];
 };
 /* Streams `bytes` through kernels/roofline.cu with the timing pass (dkb_timing_run), then times the
- * empty kernel the same way (the floor). */
+ * empty kernel the same way, plainly and from a graph (the floors). */
 int bench_roofline(long long bytes, const struct dkb_timing_opts *t, struct bench_roofline *r, struct dkb_err *err);
 
 /* The fastest forced-split case (a median exists) of case i's fixture, or -1; *forced counts the

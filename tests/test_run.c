@@ -297,13 +297,15 @@ static void bench_writes_table_csv_json_and_svg(void **s) {
   assert_non_null(strstr(r.out, "bandwidth = (unique K/V bytes + Q bytes + O bytes) / median time"));
   assert_non_null(strstr(r.out, "name,layout,B,S_q,H_q,H_kv,d,dtype,mean_kv_len,splits,median_us"));
   run_result_release(&r);
-  /* the launch floor is recorded beside the roofline; without a GPU, with the reason */
+  /* the launch floors (plain launches and graph replay) are recorded beside the roofline; without a GPU,
+   * each with its reason */
   run_sh(&r, "/usr/bin/python3 -c 'import json, sys; f = json.load(open(sys.argv[1]))[\"launch_floor\"]; "
-             "print(f[\"kernel\"], f[\"measured\"], f[\"median_us\"] > 0 if f[\"measured\"] else f[\"reason\"] != \"\")' "
+             "ok = lambda x: x[\"median_us\"] > 0 and x[\"samples\"] > 0 if x[\"measured\"] else x[\"reason\"] != \"\"; "
+             "print(f[\"kernel\"], f[\"measured\"], ok(f), f[\"graph\"][\"measured\"], ok(f[\"graph\"]))' "
              "%s/bench/bench.json", tmp_dir());
   if (r.rc) fail_msg("%s%s", r.out, r.err);
   char why[256];
-  assert_string_equal(r.out, have_gpu(why, sizeof why) ? "dkb_empty_v1 True True\n" : "dkb_empty_v1 False True\n");
+  assert_string_equal(r.out, have_gpu(why, sizeof why) ? "dkb_empty_v1 True True True True\n" : "dkb_empty_v1 False True False True\n");
   run_result_release(&r);
   run_sh(&r, "build/dkb bench --matrix fixtures/bench/matrix.json fixtures/decode/dk128-dv64.json");
   assert_int_equal(r.rc, 2);
