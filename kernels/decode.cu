@@ -85,10 +85,13 @@ template <> struct Chunk<__nv_bfloat16> {
 // EVICT_FIRST: K/V are read once per call, so the tensor-core producers mark their copies evict-first and
 // streaming hundreds of MB does not push the plan, the page table, Q and the split workspace out of L2
 // between calls (H200, same machine, alternating, two rounds: B16 T8192 -0.7 %, B1 T32768 -2.5 %, B4
-// T4096 graph -3 %, paged -4.8 %, window 1024 -3 %; window 4096 +2 %). The CUDA-core producers copy
-// unhinted: in their instances that spill (fp32, 128 rows, d = 256) a hinted copy raised "illegal
-// instruction" on the H200 (CUDA 13), cause not found; the GPU fixture test covers every instance the
-// fixtures reach.
+// T4096 graph -3 %, paged -4.8 %, window 1024 -3 %; window 4096 +2 %). Only the d = 128 tensor-core
+// producers copy hinted. ptxas (CUDA 13) compiled the plain d = 64 one with the hinted copies' memory
+// descriptor in a uniform register it never wrote (cuobjdump -sass: desc[UR1], no write of UR1), and every
+// direct or many-slot call at d <= 64 died with "illegal instruction"; creating the policy inside the
+// copy's asm block did not change that. The CUDA-core producers' spilling instances (fp32, 128 rows,
+// d = 256) raised the same error with hinted copies. The GPU fixture test covers every instance the
+// fixtures reach, and tools/sass-check.py finds such descriptors in a build.
 __device__ __forceinline__ uint64_t evict_first() {
   uint64_t pol;
   asm("createpolicy.fractional.L2::evict_first.b64 %0, 1.0;\n" : "=l"(pol));
@@ -913,7 +916,7 @@ __device__ __forceinline__ void producer_mma(const dkb_decode_params &p) {
   __shared__ int ring_c[K::ST];
   __shared__ int32_t pg_smem[kPageSmem];
   __shared__ int row_flag;  // fused: this CTA is its group's last
-  TilePipe<T, K::NTOK, K::CH, K::NT, true> pipe;
+  TilePipe<T, K::NTOK, K::CH, K::NT, D_PAD == 128> pipe;  // evict-first copies: see cp_async16
   pipe.init(p, tid, b, h, lo, hi, N, p.item_base[item], q_first, ring_t, ring_c, pg_smem);
   __syncthreads();
   auto pos = [](int tt, int c) { return tt * K::CH + rswz(tt, c); };

@@ -1,6 +1,6 @@
 #!/bin/sh
 # The GPU check of the kernels and the capture path, for a machine with an NVIDIA GPU and a built dkb:
-# preflight, the capture module's GPU tests, every decode fixture through `dkb run` (correctness against
+# preflight, the SASS check of the async copies (tools/sass-check.py), the capture module's GPU tests, every decode fixture through `dkb run` (correctness against
 # the float64 oracle, a short timing pass), compute-sanitizer memcheck and racecheck on small cases, and
 # optionally the bench matrix. Everything lands in $OUT (default /tmp/dkb-gpu): summary.txt plus one
 # tarball of the bundles and logs. usage: tools/gpu-smoke.sh [--bench] [--sanitize] [--no-fixtures] [FIXTURE...]
@@ -16,6 +16,10 @@ S="$OUT/summary.txt"
 { echo "== host"; nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem --format=csv,noheader; } > "$S" 2>&1
 build/dkb preflight --json > "$W/preflight.json" 2>&1; echo "preflight rc=$?" >> "$S"
 build/dkb preflight >> "$S" 2>&1
+# every compiled instance, reached by a fixture or not: async copies with an unwritten descriptor
+if command -v cuobjdump > /dev/null; then
+  cuobjdump -sass build/dkb | python3 tools/sass-check.py >> "$S" 2>&1; echo "sass-check rc=$?" >> "$S"
+else echo "sass-check: no cuobjdump on this machine" >> "$S"; fi
 if [ -x build/dkb_tests ]; then
   DKB_TEST_FILTER='gpu_*' build/dkb_tests > "$W/gpu-tests.log" 2>&1; echo "gpu tests rc=$?" >> "$S"
   grep -E "^\[ +(OK|FAILED|SKIPPED|PASSED|ERROR|INFO) " "$W/gpu-tests.log" >> "$S"
