@@ -12,8 +12,9 @@
 //       the group's slots (fused combine, 0x03C): one launch when the plan has few slots per request; with
 //       2 slots in every request, launched as one thread-block cluster per group that merges in
 //       distributed shared memory (cluster_merge).
-//   decode_split_kv_combine<T, WS, NT>  one CTA per (request, query row, query head): exact merge of the
-//       request's slots, branching on validity before any exponential (0x02C); all-masked -> O=0, LSE=-inf.
+//   decode_split_kv_combine<T, WS, NT, LPS>  one CTA per (request, query row, query head), or per 32 dims of
+//       it when requests hold many slots: exact merge of the request's slots, branching on validity before
+//       any exponential (0x02C); all-masked -> O=0, LSE=-inf.
 //   decode_naive_reference<T>        one CTA per output row, three passes over all keys, no split: the
 //       broad-support GPU reference backend.
 //   decode_append_kv<T>              writes the C new K/V rows into the cache before attention.
@@ -1119,12 +1120,18 @@ __global__ void __launch_bounds__(128, 3) decode_split_kv_fused_mma(const dkb_de
 // then skipped by a select, so an empty slot's payload is read but never added). The old chain (validity,
 // then m and l, then weights and a compacted list, then payloads) was four dependent L2 round trips,
 // 7.3 us at B1 T131072 (8 rows x 256 slots, H200, ncu with warm caches); the call went 29.2 -> 28.5 us
-// with this one (and the fused merge's one round trip fewer, same machine). The order of every sum is fixed
-// (slot order within a warp, warps in order): the result is deterministic.
-template <typename T, typename WS, int NT>
+// with this one (and the fused merge's one round trip fewer, same machine). With many slots one CTA per
+// row still read the row's whole payload (256 slots x 512 bytes at B1 T131072) through one SM: 7.2 us in
+// ncu (cold caches) against 24 us for the producer; CTAs of 32 dims spread it over d_v / 32 SMs, each
+// lane group of a warp taking every fourth slot. The order of every sum is fixed (slot order within a
+// lane, then a fixed shuffle tree, warps in order): the result is deterministic.
+template <typename T, typename WS, int NT, int LPS>
 __global__ void __launch_bounds__(NT) decode_split_kv_combine(const dkb_decode_params p) {
+  // LPS lanes share a slot (four dims each): 32 covers 128 dims per warp and pass; 8 covers the CTA's
+  // 32 dims (blockIdx.y = which 32), four slots per warp and pass.
   constexpr int NW = NT / 32, PB = NT >= 1024 ? 5 : 8;  // PB payloads in flight per lane (6 spill at 1024 threads)
-  __shared__ float red[NW], wt[NT], part[NW][256];
+  constexpr int SPW = 32 / LPS, DX = LPS == 32 ? 256 : 4 * LPS;  // slots per warp and pass; dims per CTA (at most)
+  __shared__ float red[NW], wt[NT], part[NW][DX];
   const int row = blockIdx.x, tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;  // row = (b * C + i) * H_q + hq
   const int hq = row % p.H_q, bi = row / p.H_q, i = bi % p.C, b = bi / p.C;
   const int s0 = p.slot_indptr[b], n = p.slot_indptr[b + 1] - s0;  // the plan, not the producer: read before the wait
@@ -1144,9 +1151,11 @@ __global__ void __launch_bounds__(NT) decode_split_kv_combine(const dkb_decode_p
     m_0 = __ldcg(p.ws_m + srow(tid));
     if (mlu) l_0 = __ldcg(p.ws_l + srow(tid));
   }
+  // This lane's slots: so, so + SPW, ... of its warp's share; its dims x0 .. x0 + 3 (+ 128 on a second pass).
+  const int so = warp * SPW + lane / LPS, xlo = LPS == 32 ? 0 : (int)blockIdx.y * DX, x0 = xlo + (lane % LPS) * 4;
+  constexpr int STEP = NW * SPW;
   float pay[PB][4];
-  const int x0 = lane * 4;
-  if (x0 < p.dv) load_slots<WS, PB>(u + x0, ustep, warp, NW, n < NT ? n : NT, pay);
+  if (x0 < p.dv) load_slots<WS, PB>(u + x0, ustep, so, STEP, n < NT ? n : NT, pay);
   // The frame is the largest m (MLU) or LSE (LSE_O) among VALID slots only (0x02C).
   float M = v0 ? m_0 : -INFINITY;
   for (int s = NT + tid; s < n; s += NT) {
@@ -1183,18 +1192,25 @@ __global__ void __launch_bounds__(NT) decode_split_kv_combine(const dkb_decode_p
 #pragma unroll
     for (int j = 0; j < 2; j++) {
       const int x = j * 128 + x0;
-      if (x >= p.dv) break;
-      for (int first = c0 + warp; first < end; first += NW * PB) {
-        if (first > warp || j > 0) load_slots<WS, PB>(u + x, ustep, first, NW, end, pay);  // else loaded above
-        add_slots<PB>(pay, first, NW, end, weight, acc[j]);
+      if (x >= p.dv || (j > 0 && LPS < 32)) break;
+      for (int first = c0 + so; first < end; first += STEP * PB) {
+        if (first > so || j > 0) load_slots<WS, PB>(u + x, ustep, first, STEP, end, pay);  // else loaded above
+        add_slots<PB>(pay, first, STEP, end, weight, acc[j]);
       }
     }
     __syncthreads();  // wt is refilled by the next chunk
   }
+  // The SPW lanes of a warp holding the same dims, in a fixed order (deterministic).
+#pragma unroll
+  for (int off = LPS; off < 32; off *= 2)
+#pragma unroll
+    for (int j = 0; j < 2; j++)
+#pragma unroll
+      for (int e = 0; e < 4; e++) acc[j][e] += __shfl_xor_sync(0xffffffffu, acc[j][e], off);
 #pragma unroll
   for (int j = 0; j < 2; j++) {
-    const int x = j * 128 + x0;
-    if (x < p.dv)
+    const int x = j * 128 + x0 - xlo;
+    if (lane < LPS && x + xlo < p.dv && x < DX)
 #pragma unroll
       for (int e = 0; e < 4; e++) part[warp][x + e] = acc[j][e];
   }
@@ -1206,13 +1222,14 @@ __global__ void __launch_bounds__(NT) decode_split_kv_combine(const dkb_decode_p
 #pragma unroll
   for (int w = 0; w < NW; w++) L += red[w];
   T *o = reinterpret_cast<T *>(p.o) + (int64_t)row * p.dv;
-  for (int x = tid; x < p.dv; x += NT) {
+  const int xhi = xlo + DX < p.dv ? xlo + DX : p.dv;
+  for (int x = xlo + tid; x < xhi; x += NT) {
     float v = 0.f;
 #pragma unroll
-    for (int w = 0; w < NW; w++) v += part[w][x];
+    for (int w = 0; w < NW; w++) v += part[w][x - xlo];
     o[x] = from_f<T>(any ? v / L : 0.f);
   }
-  if (tid == 0 && p.lse) p.lse[row] = any ? M + logf(L) : -INFINITY;
+  if (tid == 0 && blockIdx.y == 0 && p.lse) p.lse[row] = any ? M + logf(L) : -INFINITY;
 }
 
 // ---- naive reference: one CTA per output row, scores materialized in scratch ----------------------
@@ -1358,21 +1375,26 @@ bool pick(int dtype, int dk, int dv, int rows, Instance *out) {
 typedef void (*combine_fn)(const dkb_decode_params);
 struct Combine {
   combine_fn fn;
-  int nt;
+  int nt, dsplit;  // threads; CTAs per output row (32 dims each when more than one)
 };
 template <typename T, typename WS>
-Combine combine_for(int nt) {
-  return nt == 1024 ? Combine{decode_split_kv_combine<T, WS, 1024>, 1024} : Combine{decode_split_kv_combine<T, WS, 256>, 256};
+Combine combine_for(int nt, int dsplit) {
+  return dsplit > 1 ? Combine{decode_split_kv_combine<T, WS, 1024, 8>, 1024, dsplit}
+         : nt == 1024 ? Combine{decode_split_kv_combine<T, WS, 1024, 32>, 1024, 1}
+                      : Combine{decode_split_kv_combine<T, WS, 256, 32>, 256, 1};
 }
 // 32 warps per output row when requests hold many slots (a long request split hundreds of ways: few
-// rows, so each row's slots must be read in parallel), else 8.
+// rows, so each row's slots must be read in parallel), else 8; with many slots each row is also split
+// into CTAs of 32 dims, so the payloads (slots x d_v x 4 bytes) are read by d_v / 32 SMs, not one.
 Combine pick_combine(const dkb_decode_params &p) {
   const bool ws_bf16 = p.abi == DKB_ABI_LSE_O && p.ws_o_dtype == DKB_KDT_BF16;
   const int nt = p.B > 0 && p.total_slots / p.B >= 64 ? 1024 : 256;
+  const int ds = nt == 1024 && p.dv % 32 == 0 ? p.dv / 32 : 1;
   switch (p.dtype) {
-  case DKB_KDT_BF16: return ws_bf16 ? combine_for<__nv_bfloat16, __nv_bfloat16>(nt) : combine_for<__nv_bfloat16, float>(nt);
-  case DKB_KDT_F16: return ws_bf16 ? combine_for<__half, __nv_bfloat16>(nt) : combine_for<__half, float>(nt);
-  default: return ws_bf16 ? combine_for<float, __nv_bfloat16>(nt) : combine_for<float, float>(nt);
+  case DKB_KDT_BF16:
+    return ws_bf16 ? combine_for<__nv_bfloat16, __nv_bfloat16>(nt, ds) : combine_for<__nv_bfloat16, float>(nt, ds);
+  case DKB_KDT_F16: return ws_bf16 ? combine_for<__half, __nv_bfloat16>(nt, ds) : combine_for<__half, float>(nt, ds);
+  default: return ws_bf16 ? combine_for<float, __nv_bfloat16>(nt, ds) : combine_for<float, float>(nt, ds);
   }
 }
 
@@ -1489,8 +1511,8 @@ extern "C" int dkb_decode_launch(const struct dkb_decode_params *p, void *stream
   if (p->direct || p->fused) return 0;
   // Combine with programmatic dependent launch: its launch overlaps the producer's tail.
   cudaLaunchConfig_t cfg = {};
-  cfg.gridDim = dim3((unsigned)(p->B * p->C * p->H_q));
   const Combine cb = pick_combine(*p);
+  cfg.gridDim = dim3((unsigned)(p->B * p->C * p->H_q), (unsigned)cb.dsplit);
   cfg.blockDim = dim3((unsigned)cb.nt);
   cfg.stream = st;
   cudaLaunchAttribute attr[1];
