@@ -536,6 +536,32 @@ static void gpu_split_k_agrees_with_split_1(void **s) {
   split_k_against_split_1("o_gpu", "bf16", 2e-3, 1.6e-2);
 }
 
+/* tools/sass-check.py (run by gpu-smoke on `cuobjdump -sass`) flags an async copy whose memory descriptor
+ * register the function never writes (the ptxas miscompile that crashed the d = 64 producer), and passes
+ * one whose descriptor is written, predicated or not; reading the register is not writing it. */
+static void sass_check_flags_an_unwritten_copy_descriptor(void **s) {
+  (void)s;
+  static const char head[] = "\tcode for sm_90\n\t\tFunction : _Zgood\n\t.headerflags\t@\"EF_CUDA_SM90\"\n"
+                             "        /*0110*/                   ULDC.64 UR16, c[0x0][0x218] ;\n"
+                             "        /*0120*/              @!P3 R2UR UR18, R6 ;\n"
+                             "        /*2c00*/                   LDGSTS.E.BYPASS.LTC128B.128 [R37], desc[UR16][R24.64], !P6 ;\n"
+                             "        /*2c20*/                   LDGSTS.E.BYPASS.LTC128B.128 [R37+0x800], desc[UR18][R26.64], !P1 ;\n";
+  static const char bad[] = "\t\tFunction : _Zbad\n"
+                            "        /*02f0*/                   IMAD.U32 R2, RZ, RZ, UR1 ;\n"
+                            "        /*98a0*/                   LDGSTS.E.BYPASS.LTC128B.128 [R99+UR0], desc[UR1][R148.64], !P1 ;\n";
+  char both[1024];
+  snprintf(both, sizeof both, "%s%s", head, bad);
+  struct run_result r;
+  run_sh(&r, "python3 tools/sass-check.py < %s", tmp_file("good.sass", head));
+  assert_int_equal(r.rc, 0);
+  assert_string_equal(r.out, "sass-check: 1 functions with async copies, 0 unwritten descriptors\n");
+  run_result_release(&r);
+  run_sh(&r, "python3 tools/sass-check.py < %s", tmp_file("bad.sass", both));
+  assert_int_equal(r.rc, 1);
+  assert_string_equal(r.out, "unwritten descriptor UR1 in _Zbad\nsass-check: 2 functions with async copies, 1 unwritten descriptors\n");
+  run_result_release(&r);
+}
+
 DKB_TEST_GROUP(run, cmocka_unit_test(decode_fixtures_are_schema_valid_and_load),
                cmocka_unit_test(malformed_decode_fixtures_name_pointer_and_reason),
                cmocka_unit_test(plan_items_cover_visible_keys_exactly), cmocka_unit_test(auto_split_minimizes_the_lpt_makespan),
@@ -545,5 +571,6 @@ DKB_TEST_GROUP(run, cmocka_unit_test(decode_fixtures_are_schema_valid_and_load),
                cmocka_unit_test(bench_targets_judge_level_6_results_only), cmocka_unit_test(bench_targets_errors_and_require_targets),
                cmocka_unit_test(bench_chart_plots_masked_calls_at_their_visible_fraction),
                cmocka_unit_test(split_policy_does_not_change_the_reference),
+               cmocka_unit_test(sass_check_flags_an_unwritten_copy_descriptor),
                cmocka_unit_test(gpu_every_decode_fixture_reaches_level_6), cmocka_unit_test(gpu_split_k_agrees_with_split_1),
                cmocka_unit_test(gpu_run_with_counters_measures_dram_bytes))
