@@ -203,14 +203,13 @@ int bench_roofline(long long bytes, const struct dkb_timing_opts *t, struct benc
   r->median_us = tm.stats.median;
   r->samples = tm.n;
   r->tbps = r->bytes / (tm.stats.median * 1e-6) / 1e12;
-  dkb_timing_release(&tm);
   for (int g = 0; g < 2; g++) {
     struct bench_floor *f = &r->floor[g];
     struct dkb_timing_opts ft = *t;
     ft.graph = g;
     struct dkb_err ferr;  /* a floor that cannot be timed is recorded, and the roofline stands */
     dkb_err_clear(&ferr);
-    dkb_timing_release(&tm);
+    dkb_timing_release(&tm);  /* the previous pass's samples */
     if (dkb_timing_run(0, &ft, empty_launch, NULL, NULL, &tm, &ferr)) {
       snprintf(f->reason, sizeof f->reason, "%s", ferr.msg);
     } else {
