@@ -10,7 +10,8 @@ import sys
 text = sys.stdin.read()
 bad = checked = 0
 for fn in re.split(r"\n\s*Function : ", text)[1:]:
-    name, body = fn.split("\n", 1)[0], fn.split("\n")
+    body = fn.split("\n")
+    name = body[0]
     copies = [l for l in body if "LDGSTS" in l]
     if not copies:
         continue
