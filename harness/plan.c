@@ -16,16 +16,6 @@ struct builder {
   int cap;
 };
 
-/* The request's base in its layout (struct decode_plan item_base). */
-static int64_t layout_base(const struct kv_layout *L, int b) {
-  switch (L->kind) {
-  case KV_CONTIG_NHD: return kv_cache_row(L, b) * L->T_cap;
-  case KV_CONTIG_HND: return kv_cache_row(L, b);
-  case KV_RAGGED_NHD: return L->indptr[b];
-  default: return L->table == KV_TABLE_DENSE ? kv_cache_row(L, b) * L->table_width : L->page_indptr[b];
-  }
-}
-
 static void push_item(struct builder *bl, int b, int64_t lo, int64_t hi) {
   struct decode_plan *p = bl->p;
   if (p->n_items == bl->cap) {
@@ -38,7 +28,7 @@ static void push_item(struct builder *bl, int b, int64_t lo, int64_t hi) {
     p->item_base = realloc(p->item_base, (size_t)bl->cap * sizeof *p->item_base);
   }
   p->item_n[p->n_items] = bl->L->len[b];
-  p->item_base[p->n_items] = layout_base(bl->L, b);
+  p->item_base[p->n_items] = kv_request_base(bl->L, b);
   p->item_b[p->n_items] = b;
   p->item_lo[p->n_items] = lo;
   p->item_hi[p->n_items] = hi;

@@ -35,9 +35,8 @@ struct decode_plan {
   /* Per item, so a producer CTA's first copy waits on one load of its item, not on a chain through
    * the request's length and cache row (H200: the chain was 1.1 us of prologue, 2.5 us paged). */
   int64_t *item_n;         /* [n_items] kv_len of the item's request */
-  int64_t *item_base;      /* [n_items] layout base of the request: contiguous NHD cache_row * T_cap, HND
-                            * cache_row, ragged indptr[b], paged dense cache_row * table_width, paged CSR
-                            * page_indptr[b] (the request's first entry of the page table) */
+  int64_t *item_base;      /* [n_items] kv_request_base of the request (oracles/kv_address.h): where the
+                            * kernel addresses its keys from */
   int32_t *slot_indptr;    /* [B+1] */
   int total_slots;
   int direct;              /* one slot per request: no workspace, no combine */

@@ -36,6 +36,15 @@ int64_t kv_cache_row(const struct kv_layout *L, int64_t b) {
   return c >= 0 && c < L->cache_rows ? c : -1;
 }
 
+int64_t kv_request_base(const struct kv_layout *L, int64_t b) {
+  if (b < 0 || b >= L->B) return -1;
+  if (L->kind == KV_RAGGED_NHD) return L->indptr[b];
+  if (is_paged(L) && L->table == KV_TABLE_CSR) return L->page_indptr[b];
+  const int64_t c = kv_cache_row(L, b);  /* contiguous, and a dense page table's row */
+  if (c < 0) return -1;
+  return L->kind == KV_CONTIG_NHD ? c * L->T_cap : is_paged(L) ? c * L->table_width : c;
+}
+
 int64_t kv_head_of(const struct kv_layout *L, int64_t h_q) {
   if (L->H_kv <= 0 || L->H_q % L->H_kv || h_q < 0 || h_q >= L->H_q) return -1;
   return h_q / (L->H_q / L->H_kv);

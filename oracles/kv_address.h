@@ -52,6 +52,13 @@ int64_t kv_page_of(const struct kv_layout *L, int64_t b, int64_t j);
 /* Element offset of (b, t, h_kv, x) in a tensor of head width d, or -1 when the coordinate is not
  * visible (t outside [0, len[b])) or the metadata does not map it inside the tensor. */
 int64_t kv_offset(const struct kv_layout *L, int64_t d, int64_t b, int64_t t, int64_t h_kv, int64_t x);
+/* Where request b starts in its layout, in the unit the kernels address from (the plan's item_base):
+ * contiguous NHD its first key row (cache_row * T_cap), HND its cache row, ragged its first packed row,
+ * paged the index of its first page-table entry (row * table_width dense, page_indptr[b] CSR). Then
+ * kv_offset(b, t, h, x) = ((base + t) * H_kv + h) * d + x (NHD, ragged), ((base * H_kv + h) * T_cap + t)
+ * * d + x (HND), and for paged the page id sits at entry base + t / P of the flat table. -1 when b or
+ * its cache row does not resolve. */
+int64_t kv_request_base(const struct kv_layout *L, int64_t b);
 /* Elements the K (or V) tensor of head width d must hold for this layout. */
 int64_t kv_tensor_elems(const struct kv_layout *L, int64_t d);
 

@@ -255,9 +255,26 @@ static void offsets_refuse_what_is_not_visible_or_not_mapped(void **s) {
   assert_int_equal(kv_page_of(&C, 1, 2), -1);             /* req-B has two pages */
 }
 
+/* The kernels' address formula (kernels/decode.cu kv_row_offset and TilePipe::init), started from the
+ * plan's item_base = kv_request_base. */
+static int64_t from_base(const struct kv_layout *L, int64_t d, int64_t b, int64_t t, int64_t h, int64_t x) {
+  const int64_t base = kv_request_base(L, b), H = L->H_kv, P = L->page_size;
+  switch (L->kind) {
+  case KV_CONTIG_NHD:
+  case KV_RAGGED_NHD: return ((base + t) * H + h) * d + x;
+  case KV_CONTIG_HND: return ((base * H + h) * L->T_cap + t) * d + x;
+  default: {
+    const int32_t *flat = L->table == KV_TABLE_DENSE ? L->block_table : L->page_indices;
+    const int64_t page = flat[base + t / P], r = t % P;
+    return (L->kind == KV_PAGED_NHD ? (page * P + r) * H + h : (page * H + h) * P + r) * d + x;
+  }
+  }
+}
+
 /* Random layouts with awkward lengths: every visible coordinate has a distinct in-tensor offset in
- * every representation, and page segments tile [a, e) with the 0x04E count. */
-static void random_layouts_are_injective_and_segment_exactly(void **s) {
+ * every representation, equal to the kernels' formula from kv_request_base, and page segments tile
+ * [a, e) with the 0x04E count. */
+static void random_layouts_are_injective_match_the_kernel_formula_and_segment_exactly(void **s) {
   (void)s;
   static const int64_t awkward[] = {0, 1, 3, 9, 27, 81, 129, 257};
   struct dkb_rng g;
@@ -313,6 +330,9 @@ static void random_layouts_are_injective_and_segment_exactly(void **s) {
             for (int64_t x = 0; x < d; x++) {
               int64_t off = kv_offset(&L, d, b, t, h, x);
               if (off < 0 || off >= n || seen[off]++) fail_msg("trial %d layout %d: offset %lld", trial, k, (long long)off);
+              if (off != from_base(&L, d, b, t, h, x))
+                fail_msg("trial %d layout %d: the kernel's formula from kv_request_base gives %lld, kv_offset %lld", trial,
+                         k, (long long)from_base(&L, d, b, t, h, x), (long long)off);
             }
         int64_t a = len[b] ? (int64_t)dkb_rng_below(&g, (uint64_t)len[b] + 1) : 0;
         int64_t e = a + (int64_t)dkb_rng_below(&g, (uint64_t)(len[b] - a) + 1), covered = 0;
@@ -368,5 +388,5 @@ DKB_TEST_GROUP(kv_address, cmocka_unit_test(malformed_store_is_an_input_error_wi
                cmocka_unit_test(metadata_bytes_are_48_and_56), cmocka_unit_test(dense_csr_disagreement_is_counted),
                cmocka_unit_test(layout_check_names_every_reason),
                cmocka_unit_test(offsets_refuse_what_is_not_visible_or_not_mapped),
-               cmocka_unit_test(random_layouts_are_injective_and_segment_exactly),
+               cmocka_unit_test(random_layouts_are_injective_match_the_kernel_formula_and_segment_exactly),
                cmocka_unit_test(invalid_fixtures_fail_closed_with_their_reasons))
