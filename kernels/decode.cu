@@ -222,7 +222,8 @@ struct TilePipe {
   // machine: the next tile's pool rows computed while the current one is in flight (no change), an L2
   // prefetch of the next tile's pages to warm the TLB (0.5 % slower), and both stages in flight with a
   // second barrier per tile (0.3-1.7 % faster paged, 1.3-3 % slower contiguous, and it made 20 of the 31
-  // decode fixtures fail with "illegal instruction" at a copy, cause not found).
+  // decode fixtures fail with "illegal instruction" at a copy; that build predates tools/sass-check.py and
+  // was never checked with it, but it is the symptom of the copy-descriptor miscompile noted at cp_async16).
   const unsigned char *kthr, *vthr;
   int64_t kstep, vstep, kpage_b, vpage_b;
   int ksz, vsz, pshift;
@@ -1130,7 +1131,8 @@ __global__ void __launch_bounds__(NT) decode_split_kv_combine(const dkb_decode_p
   // LPS lanes share a slot (four dims each): 32 covers 128 dims per warp and pass; 8 covers the CTA's
   // 32 dims (blockIdx.y = which 32), four slots per warp and pass.
   constexpr int NW = NT / 32, PB = NT >= 1024 ? 5 : 8;  // PB payloads in flight per lane (6 spill at 1024 threads)
-  constexpr int SPW = 32 / LPS, DX = LPS == 32 ? 256 : 4 * LPS;  // slots per warp and pass; dims per CTA (at most)
+  // slots per warp and pass; dims per CTA (at most); passes over the dims (two of 128 at LPS = 32)
+  constexpr int SPW = 32 / LPS, DX = LPS == 32 ? 256 : 4 * LPS, JN = LPS == 32 ? 2 : 1;
   __shared__ float red[NW], wt[NT], part[NW][DX];
   const int row = blockIdx.x, tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;  // row = (b * C + i) * H_q + hq
   const int hq = row % p.H_q, bi = row / p.H_q, i = bi % p.C, b = bi / p.C;
@@ -1172,7 +1174,7 @@ __global__ void __launch_bounds__(NT) decode_split_kv_combine(const dkb_decode_p
   for (int w = 1; w < NW; w++) M = fmaxf(M, red[w]);
   __syncthreads();
   const bool any = M != -INFINITY;
-  float L = 0.f, acc[2][4] = {{0.f, 0.f, 0.f, 0.f}, {0.f, 0.f, 0.f, 0.f}};
+  float L = 0.f, acc[JN][4] = {};
   for (int c0 = 0; c0 < n; c0 += NT) {
     /* weight of each slot of this chunk: exp(m - M) (times l for MLU); 0 for an invalid slot */
     float w = 0.f;
@@ -1190,9 +1192,9 @@ __global__ void __launch_bounds__(NT) decode_split_kv_combine(const dkb_decode_p
     const int end = n < c0 + NT ? n : c0 + NT;  // this chunk's slots
     auto weight = [&](int s) { return wt[s - c0]; };
 #pragma unroll
-    for (int j = 0; j < 2; j++) {
+    for (int j = 0; j < JN; j++) {
       const int x = j * 128 + x0;
-      if (x >= p.dv || (j > 0 && LPS < 32)) break;
+      if (x >= p.dv) break;
       for (int first = c0 + so; first < end; first += STEP * PB) {
         if (first > so || j > 0) load_slots<WS, PB>(u + x, ustep, first, STEP, end, pay);  // else loaded above
         add_slots<PB>(pay, first, STEP, end, weight, acc[j]);
@@ -1204,13 +1206,13 @@ __global__ void __launch_bounds__(NT) decode_split_kv_combine(const dkb_decode_p
 #pragma unroll
   for (int off = LPS; off < 32; off *= 2)
 #pragma unroll
-    for (int j = 0; j < 2; j++)
+    for (int j = 0; j < JN; j++)
 #pragma unroll
       for (int e = 0; e < 4; e++) acc[j][e] += __shfl_xor_sync(0xffffffffu, acc[j][e], off);
 #pragma unroll
-  for (int j = 0; j < 2; j++) {
-    const int x = j * 128 + x0 - xlo;
-    if (lane < LPS && x + xlo < p.dv && x < DX)
+  for (int j = 0; j < JN; j++) {
+    const int x = j * 128 + x0 - xlo;  // < DX: lane < LPS
+    if (lane < LPS && x + xlo < p.dv)
 #pragma unroll
       for (int e = 0; e < 4; e++) part[warp][x + e] = acc[j][e];
   }
