@@ -77,5 +77,28 @@ static void captured_cluster_plans_were_launched_as_clusters(void **s) {
   }
 }
 
-DKB_TEST_GROUP(captured, cmocka_unit_test(captured_bundles_validate_at_level_6), cmocka_unit_test(mutated_captured_bundles_fail),
+/* The bench matrix run on the H200 (fixtures/captured/bench/, README's performance figures): schema-valid,
+ * a run of the committed matrix, and every figure and verdict recomputes from its medians and byte
+ * counts (tests/bench_check.py); a copy with one median or one verdict changed does not. */
+static void captured_bench_recomputes_from_its_medians(void **s) {
+  (void)s;
+  struct run_result r;
+  run_sh(&r, "/usr/bin/python3 tests/schema_check.py schemas/bench.schema.json fixtures/captured/bench/bench.json && "
+             "/usr/bin/python3 tests/bench_check.py fixtures/captured/bench/bench.json && /usr/bin/python3 -c \"import json, sys; "
+             "b = json.load(open('fixtures/captured/bench/bench.json')); m = json.load(open('fixtures/bench/matrix.json')); "
+             "sys.exit(0 if b['matrix'] == m['name'] and b['roofline']['measured'] and b['targets'] else 1)\"");
+  if (r.rc != 0) fail_msg("exit %d\n%s%s", r.rc, r.out, r.err);
+  run_result_release(&r);
+  static const char *const edits[] = {"b['cases'][0]['median_us'] *= 0.9", "t = b['targets'][1]; t['verdict'] = 'missed' if t['verdict'] == 'met' else 'met'",
+                                      "b['roofline']['median_us'] *= 1.1"};
+  for (size_t i = 0; i < sizeof edits / sizeof edits[0]; i++) {
+    run_sh(&r, "/usr/bin/python3 -c \"import json; b = json.load(open('fixtures/captured/bench/bench.json')); %s; "
+               "json.dump(b, open('%s/bench.json', 'w'))\" && /usr/bin/python3 tests/bench_check.py %s/bench.json",
+           edits[i], tmp_dir(), tmp_dir());
+    if (r.rc != 1) fail_msg("%s: exit %d, want 1\n%s%s", edits[i], r.rc, r.out, r.err);
+    run_result_release(&r);
+  }
+}
+
+DKB_TEST_GROUP(captured, cmocka_unit_test(captured_bench_recomputes_from_its_medians), cmocka_unit_test(captured_bundles_validate_at_level_6), cmocka_unit_test(mutated_captured_bundles_fail),
                cmocka_unit_test(captured_cluster_plans_were_launched_as_clusters))

@@ -1,0 +1,82 @@
+#!/usr/bin/python3
+"""Independent check of a `dkb bench` result: every figure recomputed from the raw medians and byte
+counts, every target's value and verdict re-derived from the cases (harness/bench.c is the implementation
+under test; this file shares no code with it).
+usage: bench_check.py BENCH_JSON   (exit 0 when consistent; otherwise one line per disagreement, exit 1)"""
+import json
+import math
+import re
+import sys
+
+
+def close(a, b):
+    return a is not None and b is not None and math.isclose(a, b, rel_tol=1e-9, abs_tol=1e-12)
+
+
+def main():
+    doc = json.load(open(sys.argv[1]))
+    bad = []
+    roof = doc["roofline"]
+    if roof["measured"] and not close(roof["tbps"], roof["bytes"] / (roof["median_us"] * 1e-6) / 1e12):
+        bad.append("roofline: tbps is not bytes / median")
+    cases = {c["name"]: c for c in doc["cases"]}
+
+    def measured6(c):
+        return c["ran"] and c["median_us"] > 0 and c["level"] == 6
+
+    for c in doc["cases"]:
+        if not (c["ran"] and c["median_us"] > 0):
+            continue
+        s = c["median_us"] * 1e-6
+        tbps = c["io_bytes"] / s / 1e12
+        vis = (c["visible_kv_bytes"] + c["io_bytes"] - c["kv_bytes"]) / s / 1e12
+        if not close(c["tbps"], tbps):
+            bad.append(f"{c['name']}: tbps {c['tbps']} is not io_bytes / median = {tbps}")
+        if not close(c["visible_tbps"], vis):
+            bad.append(f"{c['name']}: visible_tbps {c['visible_tbps']} is not {vis}")
+        if roof["measured"]:
+            if not close(c["roofline_fraction"], tbps / roof["tbps"]):
+                bad.append(f"{c['name']}: roofline_fraction is not tbps / roofline")
+            if not close(c["visible_roofline_fraction"], vis / roof["tbps"]):
+                bad.append(f"{c['name']}: visible_roofline_fraction is not visible_tbps / roofline")
+        if sum(c["tiles"].values()) <= 0:
+            bad.append(f"{c['name']}: no tiles")
+
+    for t in doc["targets"]:
+        c = cases.get(t["case"])
+        if c is None:
+            bad.append(f"target on unknown case {t['case']}")
+            continue
+        what = t["target"]
+        ok = measured6(c) and roof["measured"]
+        if m := re.fullmatch(r"(visible_roofline_fraction|roofline_fraction) >= ([0-9.]+)", what):
+            got, met = c[m.group(1)], c[m.group(1)] >= t["want"]
+        elif m := re.fullmatch(r"median within ([0-9.]+)% of (\S+)", what):
+            ref = cases[m.group(2)]
+            ok = measured6(c) and measured6(ref)
+            got = 100 * (c["median_us"] / ref["median_us"] - 1)
+            met = got <= t["want"]
+        elif m := re.fullmatch(r"auto within ([0-9.]+)% of the best forced split(?:, (\S+))?", what):
+            forced = [f for f in doc["cases"] if f["forced_splits"] is not None and f["fixture"] == c["fixture"]]
+            ran = [f for f in forced if f["ran"] and f["median_us"] > 0]
+            best = min(ran, key=lambda f: f["median_us"]) if ran else None
+            ok = bool(forced) and all(measured6(f) for f in forced) and best is not None and measured6(c)
+            if ok and m.group(2) != best["name"]:
+                bad.append(f"{what}: the fastest forced split is {best['name']}")
+            got = 100 * (c["median_us"] / best["median_us"] - 1) if ok else None
+            met = ok and got <= t["want"]
+        else:
+            bad.append(f"unknown target form: {what}")
+            continue
+        want = "met" if ok and met else "missed" if ok else "not_measured"
+        if t["verdict"] != want:
+            bad.append(f"{t['case']} {what}: verdict {t['verdict']}, recomputed {want}")
+        if ok and not close(t["got"], got):
+            bad.append(f"{t['case']} {what}: got {t['got']}, recomputed {got}")
+    for line in bad:
+        print(line)
+    return 1 if bad else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
