@@ -7,7 +7,8 @@
 //       split state (m,l,u) or (LSE,O) of its slot, or the final O directly when the plan has one item
 //       per request. Empty items and items past a request's keys write the empty identity.
 //   decode_split_kv_producer_mma<T, D_PAD>  the same contract on tensor cores (mma.sync) for fp16/bf16,
-//       d <= 128 and up to 16 query rows per K/V head; two stages, three CTAs per SM.
+//       d <= 128 and up to 16 query rows per K/V head; two stages, three CTAs per SM; whole tiles of NHD
+//       caches arrive as TMA boxes on an mbarrier (KvMaps), the rest by cp.async.
 //   decode_split_kv_fused_mma<T, D_PAD>  that producer whose last CTA per (request, K/V head) also merges
 //       the group's slots (fused combine, 0x03C): one launch when the plan has few slots per request; with
 //       2 slots in every request, launched as one thread-block cluster per group that merges in
@@ -23,6 +24,8 @@
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 #include <cooperative_groups.h>
+#include <cuda.h>  // CUtensorMap: types only; the encoder comes through cudart (never -lcuda)
+#include <cudaTypedefs.h>
 #include <cuda_runtime.h>
 
 #include <math.h>
@@ -83,32 +86,61 @@ template <> struct Chunk<__nv_bfloat16> {
 // ---- async copies ---------------------------------------------------------------------------------
 // 16-byte global->shared copy that bypasses L1; src_bytes 0 writes zeros (tails, padded lanes), so a
 // poisoned (NaN) row past the context is never even read.
-// EVICT_FIRST: K/V are read once per call, so the tensor-core producers mark their copies evict-first and
-// streaming hundreds of MB does not push the plan, the page table, Q and the split workspace out of L2
-// between calls (H200, same machine, alternating, two rounds: B16 T8192 -0.7 %, B1 T32768 -2.5 %, B4
-// T4096 graph -3 %, paged -4.8 %, window 1024 -3 %; window 4096 +2 %). Only the d = 128 tensor-core
-// producers copy hinted. ptxas (CUDA 13) compiled the plain d = 64 one with the hinted copies' memory
-// descriptor in a uniform register it never wrote (cuobjdump -sass: desc[UR1], no write of UR1), and every
-// direct or many-slot call at d <= 64 died with "illegal instruction"; creating the policy inside the
-// copy's asm block did not change that. The CUDA-core producers' spilling instances (fp32, 128 rows,
-// d = 256) raised the same error with hinted copies. The GPU fixture test covers every instance the
-// fixtures reach, and tools/sass-check.py finds such descriptors in a build.
+// These copies carry no L2 cache hint. ptxas (CUDA 13) compiles cp.async with an L2::cache_hint policy
+// into code that names a memory descriptor in a uniform register it never writes (cuobjdump -sass:
+// desc[UR1], no write of UR1): "illegal instruction" on the GPU, in whichever instances a code change
+// happens to tip over (a build with every producer hinted: 37 of 43 functions; small changes to the copy
+// loop moved it onto the d = 128 tensor-core producers). The evict-first hint now rides on the TMA boxes
+// (tma_box); tools/sass-check.py finds such descriptors in a build.
 __device__ __forceinline__ uint64_t evict_first() {
   uint64_t pol;
   asm("createpolicy.fractional.L2::evict_first.b64 %0, 1.0;\n" : "=l"(pol));
   return pol;
 }
-template <bool EVICT_FIRST>
 __device__ __forceinline__ void cp_async16(void *smem, const void *gmem, int src_bytes) {
   unsigned s = (unsigned)__cvta_generic_to_shared(smem);
-  if constexpr (EVICT_FIRST)
-    asm volatile("cp.async.cg.shared.global.L2::cache_hint.L2::128B [%0], [%1], 16, %2, %3;\n" ::"r"(s), "l"(gmem),
-                 "r"(src_bytes), "l"(evict_first()));
-  else
-    asm volatile("cp.async.cg.shared.global.L2::128B [%0], [%1], 16, %2;\n" ::"r"(s), "l"(gmem), "r"(src_bytes));
+  asm volatile("cp.async.cg.shared.global.L2::128B [%0], [%1], 16, %2;\n" ::"r"(s), "l"(gmem), "r"(src_bytes));
 }
 __device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::); }
 template <int N> __device__ __forceinline__ void cp_async_wait() { asm volatile("cp.async.wait_group %0;\n" ::"n"(N)); }
+
+// ---- tensor-memory-accelerator (TMA) tile copies --------------------------------------------------
+// The tensor-core producer loads a whole tile of an NHD cache with a few bulk tensor copies issued by
+// one thread ([d, H_kv, rows] maps, boxes of 64 dims x 1 head x box_rows keys, 128-byte swizzle) that
+// complete on an mbarrier of the stage. Edge tiles keep cp.async: they zero-fill keys outside the item,
+// which a box cannot. on = 0: no maps (other layouts, or the encoder refused): every tile takes cp.async.
+// Against 16-byte cp.async per thread (H200, same machine, alternating, two rounds): paged B16 T8192
+// 135.2 -> 129.1 us, B8 T16384 506.5 -> 486.0, B1 T32768 44.3 -> 41.7, B4 T4096 graph 27.2 -> 25.0;
+// window 1024 25.7 -> 23.9; contiguous B16 128.1 -> 126.9, B1 T131072 27.7 -> 26.7, B8 480.4 -> 485.2,
+// ragged 312.3 -> 314.6. Part of it is that a stage's next tile is now in flight while the current one
+// is awaited. Boxes without the evict-first hint: 1-5 % slower; L2 promotion 256 B: 8 % slower at B16.
+struct KvMaps {
+  CUtensorMap k, v;
+  int on, box_rows;
+};
+__device__ __forceinline__ unsigned smem_u32(const void *p) { return (unsigned)__cvta_generic_to_shared(p); }
+__device__ __forceinline__ void mbar_init(uint64_t *bar, int count) {
+  asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;\n" ::"r"(smem_u32(bar)), "r"(count) : "memory");
+}
+__device__ __forceinline__ void mbar_expect(uint64_t *bar, int bytes) {
+  asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;\n" ::"r"(smem_u32(bar)), "r"(bytes) : "memory");
+}
+__device__ __forceinline__ void mbar_wait(uint64_t *bar, unsigned parity) {
+  unsigned done;
+  do {
+    asm volatile("{\n .reg .pred p;\n mbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\n selp.u32 %0, 1, 0, p;\n}\n"
+                 : "=r"(done) : "r"(smem_u32(bar)), "r"(parity) : "memory");
+  } while (!done);
+}
+// Box (x, h, row) of map m into shared memory at dst, completing on bar.
+// Evict-first: K/V are read once per call, so streaming hundreds of MB does not push the plan, the page
+// table, Q and the split workspace out of L2 between calls.
+__device__ __forceinline__ void tma_box(void *dst, const CUtensorMap *m, int x, int h, int row, uint64_t *bar) {
+  asm volatile("cp.async.bulk.tensor.3d.shared::cluster.global.tile.mbarrier::complete_tx::bytes.L2::cache_hint"
+               " [%0], [%1, {%2, %3, %4}], [%5], %6;\n" ::"r"(smem_u32(dst)), "l"(m), "r"(x), "r"(h), "r"(row),
+               "r"(smem_u32(bar)), "l"(evict_first()) : "memory");
+}
+constexpr int kTmaTile = 0x100;  // ring_c flag: the stage's tile arrives on its mbarrier
 
 // 2^x on the MUFU unit, flushing denormal results to zero (they are below any tolerance: the weights
 // are relative to the running maximum). ex2(-inf) = 0.
@@ -190,15 +222,15 @@ __device__ __forceinline__ int tile_class(const dkb_decode_params &p, int b, int
 
 // ---- the tile pipeline -------------------------------------------------------------------------
 // One CTA streams the K/V tiles of its item [lo, hi) of request b, head h, through the kernel's shared-memory
-// stages with cp.async. Tiles are aligned blocks of NTOK keys; SKIP tiles (0x05C) are neither loaded nor
+// stages with cp.async, or with TMA boxes (TMA, use_tma) for whole tiles of NHD caches. Tiles are aligned blocks of NTOK keys; SKIP tiles (0x05C) are neither loaded nor
 // computed. Address constants are hoisted out of the copy loop (a copy must not wait on a dependent
 // load): an item's page ids (up to kPageSmem) sit in shared memory before the first copy, and the
 // FlashMask summary of the next tile is loaded one tile ahead, while the current tile is computed. Tiles
 // wholly inside the item take a short path (byte addresses, power-of-two page shift); edge tiles, other
 // page sizes and longer page lists take the general, not unrolled path, which reads the page table
-// directly. A ring in shared memory tells the consumer which tile and class each stage holds (-1: none).
-// EF: the copies are evict-first in L2 (cp_async16).
-template <typename T, int NTOK, int CH, int NT, bool EF>
+// directly. A ring in shared memory tells the consumer which tile and class each stage holds (-1: none),
+// and whether it arrives on the stage's mbarrier (kTmaTile).
+template <typename T, int NTOK, int CH, int NT, bool TMA = false>
 struct TilePipe {
   static constexpr int EPC = 16 / (int)sizeof(T);
   static constexpr int KPT = NTOK * CH / NT > 0 ? NTOK * CH / NT : 1;  // keys each thread copies per tile
@@ -214,9 +246,10 @@ struct TilePipe {
   int *ring_c;
   const int32_t *pgs;  // the item's page ids in shared memory (index key / P - j0), or null
   int64_t j0;
-  // Fast path for tiles wholly inside [lo, hi): per-thread byte addresses and strides, so a copy costs
-  // an add (contiguous, ragged) or a shared-memory page id and a multiply-add (paged, P a power of two).
-  // Paged runs 1.80 -> 1.88 us per tile at B16 T8192 (H200). Part is the page order: with the pool in
+  // cp.async fast path for tiles wholly inside [lo, hi) (the CUDA-core producers, HND caches): per-thread
+  // byte addresses and strides, so a copy costs an add (contiguous, ragged) or a shared-memory page id and
+  // a multiply-add (paged, P a power of two). Measured before the TMA path, with the tensor-core producer:
+  // paged ran 1.80 -> 1.88 us per tile at B16 T8192 (H200). Part is the page order: with the pool in
   // logical order paged is +2.6 % over contiguous at B16 T8192, shuffled +5.3 %, shuffled 64- or 256-key
   // pages +3.1-3.4 % (same machine). Tried and not kept, each measured against this code on the same
   // machine: the next tile's pool rows computed while the current one is in flight (no change), an L2
@@ -224,10 +257,16 @@ struct TilePipe {
   // second barrier per tile (0.3-1.7 % faster paged, 1.3-3 % slower contiguous, and it made 20 of the 31
   // decode fixtures fail with "illegal instruction" at a copy; that build predates tools/sass-check.py and
   // was never checked with it, but it is the symptom of the copy-descriptor miscompile noted at cp_async16).
+  // One thread per KPT consecutive keys (one page id per tile): contiguous 4 % slower (the copy loop's
+  // extra arithmetic or request order), paged no faster.
   const unsigned char *kthr, *vthr;
   int64_t kstep, vstep, kpage_b, vpage_b;
   int ksz, vsz, pshift;
   bool fast;
+  const KvMaps *maps;  // TMA: the caches' maps (kernel parameter space) and the stages' barriers
+  uint64_t *bars;
+  int64_t row0;        // TMA, contiguous and ragged: map row of key 0
+  int hh;
 
   // Call __syncthreads() between init and the first issue_next: init fills the shared page list.
   // base: the item's p.item_base (its request's cache row, packed row or page-table entry, resolved by the plan).
@@ -284,7 +323,19 @@ struct TilePipe {
       if (!paged) { kthr += ct0 * kstep; vthr += ct0 * vstep; }
       fast = hi < (int64_t(1) << 30) && (!paged || (pgs && pshift >= 0));
     }
+    maps = nullptr; bars = nullptr; row0 = base; hh = h;
     prefetch(t_pend);
+  }
+  // TMA producers: the maps and one mbarrier per stage (initialized here, by thread 0; the caller's
+  // __syncthreads after init publishes them).
+  __device__ __forceinline__ void use_tma(const KvMaps *m, uint64_t *b, int nst) {
+    if (!m->on || !(pp->layout == L_CONTIG_NHD || pp->layout == L_RAGGED_NHD || (pp->layout == L_PAGED_NHD && m->box_rows >= 8)))
+      return;
+    maps = m; bars = b;
+    if (tid == 0) {
+      for (int s = 0; s < nst; s++) mbar_init(bars + s, 1);
+      asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
+    }
   }
   __device__ __forceinline__ void prefetch(int64_t t) {
     if (t >= t_end) return;
@@ -316,15 +367,34 @@ struct TilePipe {
     int64_t t = t_pend;
     int cls = T_SKIP;
     while (t < t_end && (cls = classify(t)) == T_SKIP) prefetch(++t);  // rare: the planner left out SKIP runs
-    if (t < t_end && fast && t * NTOK >= lo && (t + 1) * NTOK <= hi) {
+    bool tma = false;
+    if constexpr (TMA) tma = maps && t < t_end && fast && t * NTOK >= lo && (t + 1) * NTOK <= hi;
+    if (tma) {
+      // Whole tile: K and V boxes of box_rows keys x 64 dims each; the stage's layout is the swizzled
+      // [dims / 64][NTOK][64] of MmaCfg. Issued by one thread; rows must fit the maps' int32 coordinates.
+      if (tid == 0) {
+        const int br = maps->box_rows, halves = CH / 8;
+        asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");  // generic accesses of the stage come first
+        mbar_expect(bars + s, 2 * halves * NTOK * 128);
+        for (int j = 0; j < NTOK; j += br) {
+          const int64_t key = t * NTOK + j;
+          const int row = paged ? (int)(pgs[(key >> pshift) - j0] * P + (key & (P - 1))) : (int)(row0 + key);
+#pragma unroll
+          for (int hf = 0; hf < halves; hf++) {
+            tma_box(ks + (hf * NTOK + j) * 128, &maps->k, hf * 64, hh, row, bars + s);
+            tma_box(ks + tile_bytes + (hf * NTOK + j) * 128, &maps->v, hf * 64, hh, row, bars + s);
+          }
+        }
+      }
+    } else if (t < t_end && fast && t * NTOK >= lo && (t + 1) * NTOK <= hi) {
       unsigned char *vs = ks + tile_bytes;
       if (!paged) {
         const unsigned char *kr = kthr + t * NTOK * kstep, *vr = vthr + t * NTOK * vstep;
 #pragma unroll
         for (int i = 0; i < KPT; i++) {
           const int tt = ct0 + i * (NT / CH);
-          cp_async16<EF>(ks + kpos(tt, cc) * 16, kr + i * (NT / CH) * kstep, ksz);
-          cp_async16<EF>(vs + vpos(tt, cc) * 16, vr + i * (NT / CH) * vstep, vsz);
+          cp_async16(ks + kpos(tt, cc) * 16, kr + i * (NT / CH) * kstep, ksz);
+          cp_async16(vs + vpos(tt, cc) * 16, vr + i * (NT / CH) * vstep, vsz);
         }
       } else {
         const int key0 = (int)(t * NTOK) + ct0, jb = (int)j0, pm = P - 1;
@@ -332,8 +402,8 @@ struct TilePipe {
         for (int i = 0; i < KPT; i++) {
           const int tt = ct0 + i * (NT / CH), key = key0 + i * (NT / CH), r = key & pm;
           const int64_t page = pgs[(key >> pshift) - jb];
-          cp_async16<EF>(ks + kpos(tt, cc) * 16, kthr + page * kpage_b + r * kstep, ksz);
-          cp_async16<EF>(vs + vpos(tt, cc) * 16, vthr + page * vpage_b + r * vstep, vsz);
+          cp_async16(ks + kpos(tt, cc) * 16, kthr + page * kpage_b + r * kstep, ksz);
+          cp_async16(vs + vpos(tt, cc) * 16, vthr + page * vpage_b + r * vstep, vsz);
         }
       }
     } else if (t < t_end) {  // edge tiles and the general layouts: rare, kept out of line of the hot loop
@@ -354,11 +424,11 @@ struct TilePipe {
           ko = kbase + key * kstride;
           vo = vbase + key * vstride;
         }
-        cp_async16<EF>(ks + kpos(tt, cc) * 16, in && kch ? kp + ko : kp, in && kch ? 16 : 0);
-        cp_async16<EF>(vs + vpos(tt, cc) * 16, in && vch ? vp + vo : vp, in && vch ? 16 : 0);
+        cp_async16(ks + kpos(tt, cc) * 16, in && kch ? kp + ko : kp, in && kch ? 16 : 0);
+        cp_async16(vs + vpos(tt, cc) * 16, in && vch ? vp + vo : vp, in && vch ? 16 : 0);
       }
     }
-    if (tid == 0) { ring_t[s] = t < t_end ? t : -1; ring_c[s] = cls; }
+    if (tid == 0) { ring_t[s] = t < t_end ? t : -1; ring_c[s] = cls | (tma ? kTmaTile : 0); }
     t_pend = t + 1;
     prefetch(t_pend);  // in flight while this thread computes the current tile
     cp_async_commit();
@@ -450,7 +520,7 @@ struct Cfg {
 template <int TPT> __device__ __forceinline__ int kswz(int t, int c) { return c ^ ((t * TPT) & 7); }
 
 template <typename T, int D_PAD, int R_MAX, int NT>
-__global__ void __launch_bounds__(NT) decode_split_kv_producer(const dkb_decode_params p) {
+__global__ void __launch_bounds__(NT) decode_split_kv_producer(const dkb_decode_params p, const KvMaps) {
   using K = Cfg<T, D_PAD, R_MAX, NT>;
   extern __shared__ __align__(16) unsigned char smem[];
   unsigned char *stages = smem;
@@ -483,7 +553,7 @@ __global__ void __launch_bounds__(NT) decode_split_kv_producer(const dkb_decode_
   __shared__ int64_t ring_t[kStages];
   __shared__ int ring_c[kStages];
   __shared__ int32_t pg_smem[kPageSmem];
-  TilePipe<T, K::NTOK, K::CH, NT, false> pipe;
+  TilePipe<T, K::NTOK, K::CH, NT> pipe;
   pipe.init(p, tid, b, h, lo, hi, N, p.item_base[item], q_first, ring_t, ring_c, pg_smem);
   __syncthreads();
   auto kpos = [](int tt, int c) { return tt * K::CH + kswz<K::TPT>(tt, c); };
@@ -865,7 +935,7 @@ struct MmaCfg {
   // A cluster plan's state of this CTA (the workspace ABI's fields, fp32) for the other CTAs to read:
   // u or O [ROWS][D_PAD], then m or LSE, l and validity [ROWS], behind the merge buffer.
   static constexpr int CL_BYTES = ROWS * D_PAD * 4 + 3 * ROWS * 4;
-  static constexpr int SMEM = ST * STAGE_BYTES + Q_BYTES;
+  static constexpr int SMEM = ST * STAGE_BYTES + Q_BYTES + 1024;  // + alignment slack (producer_mma)
   static_assert(RED_BYTES % 16 == 0 && RED_BYTES + CL_BYTES <= ST * STAGE_BYTES, "the merge buffers alias the stages");
 };
 
@@ -901,10 +971,13 @@ template <> __device__ __forceinline__ uint32_t pack2<__half>(float x, float y) 
 }
 
 template <typename T, int D_PAD, bool FUSED>
-__device__ __forceinline__ void producer_mma(const dkb_decode_params &p) {
+__device__ __forceinline__ void producer_mma(const dkb_decode_params &p, const KvMaps &maps) {
   using K = MmaCfg<D_PAD>;
   constexpr int KS = D_PAD / 16;  // 16-wide k steps of q.k and 16-wide n steps of p.V
-  extern __shared__ __align__(16) unsigned char smem[];
+  extern __shared__ __align__(16) unsigned char smem_raw[];
+  // The 128-byte swizzle of the TMA boxes follows shared-memory address bits: stages start 1 KiB aligned
+  // (MmaCfg::SMEM has the slack).
+  unsigned char *smem = smem_raw + ((1024 - (smem_u32(smem_raw) & 1023)) & 1023);
   unsigned char *stages = smem, *q_s = smem + K::ST * K::STAGE_BYTES;
   const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5, item = blockIdx.y + blockIdx.z * gridDim.y, h = blockIdx.x;
   if (item >= p.n_items) return;  // the last z slice of a plan with more than 65535 items
@@ -918,10 +991,15 @@ __device__ __forceinline__ void producer_mma(const dkb_decode_params &p) {
   __shared__ int ring_c[K::ST];
   __shared__ int32_t pg_smem[kPageSmem];
   __shared__ int row_flag;  // fused: this CTA is its group's last
-  TilePipe<T, K::NTOK, K::CH, K::NT, D_PAD == 128> pipe;  // evict-first copies: see cp_async16
+  __shared__ uint64_t bars[K::ST];
+  TilePipe<T, K::NTOK, K::CH, K::NT, true> pipe;
   pipe.init(p, tid, b, h, lo, hi, N, p.item_base[item], q_first, ring_t, ring_c, pg_smem);
+  pipe.use_tma(&maps, bars, K::ST);
   __syncthreads();
-  auto pos = [](int tt, int c) { return tt * K::CH + rswz(tt, c); };
+  // K/V stages: [D_PAD / 64][NTOK][64], each 128-byte row's 16-byte chunks XOR-swizzled by row % 8 (the
+  // TMA 128-byte swizzle; ldmatrix reads of 8 rows hit 8 distinct bank groups). Q: rows of D_PAD.
+  auto pos = [](int tt, int c) { return (c >> 3) * (K::NTOK * 8) + tt * 8 + ((c & 7) ^ (tt & 7)); };
+  auto qpos = [](int r, int c) { return r * K::CH + rswz(r, c); };
 #pragma unroll
   for (int s = 0; s < K::ST - 1; s++) pipe.issue_next(s, stages + s * K::STAGE_BYTES, K::TILE_BYTES, pos, pos);
 
@@ -932,7 +1010,7 @@ __device__ __forceinline__ void producer_mma(const dkb_decode_params &p) {
     if (r < R && c * 8 < p.dk)
       v = *reinterpret_cast<const uint4 *>(reinterpret_cast<const T *>(p.q) +
                                            (((int64_t)b * C + r % C) * p.H_q + h * g + r / C) * p.dk + c * 8);
-    *reinterpret_cast<uint4 *>(q_s + pos(r, c) * 16) = v;
+    *reinterpret_cast<uint4 *>(q_s + qpos(r, c) * 16) = v;
   }
   __syncthreads();
 
@@ -943,15 +1021,23 @@ __device__ __forceinline__ void producer_mma(const dkb_decode_params &p) {
   const int r0 = lane >> 2, r1 = r0 + 8, kw = warp * 16;
   const bool rv0 = r0 < R, rv1 = r1 < R;
   int stage = 0;
+  unsigned parity = 0;  // bit s: the phase of stage s's mbarrier the next TMA tile there completes
   for (;;) {
     cp_async_wait<K::ST - 2>();
     __syncthreads();
     const int64_t t = ring_t[stage];
     if (t < 0) break;
-    const bool partial = ring_c[stage] == T_PARTIAL;
+    const int rc = ring_c[stage];
+    const bool partial = (rc & ~kTmaTile) == T_PARTIAL;
     {
       const int sf = (stage + K::ST - 1) % K::ST;
       pipe.issue_next(sf, stages + sf * K::STAGE_BYTES, K::TILE_BYTES, pos, pos);
+    }
+    // A TMA tile is waited for only now: the next one is already in flight (two tiles, where cp.async
+    // tiles have one: its wait_group above also waits for the copies just issued).
+    if (rc & kTmaTile) {
+      mbar_wait(bars + stage, (parity >> stage) & 1);
+      parity ^= 1u << stage;
     }
     const unsigned char *ks = stages + stage * K::STAGE_BYTES, *vs = ks + K::TILE_BYTES;
     // ---- s = q.k for this warp's 16 keys: two 16x8 fragments ----
@@ -961,7 +1047,7 @@ __device__ __forceinline__ void producer_mma(const dkb_decode_params &p) {
       uint32_t bf[4], qk[4];
       const int mi = lane >> 3, key = kw + (mi >> 1) * 8 + (lane & 7);
       ldsm_x4(bf, ks + pos(key, k * 2 + (mi & 1)) * 16);
-      ldsm_x4(qk, q_s + pos((mi & 1) * 8 + (lane & 7), k * 2 + (mi >> 1)) * 16);  // Q re-read: 32 registers fewer
+      ldsm_x4(qk, q_s + qpos((mi & 1) * 8 + (lane & 7), k * 2 + (mi >> 1)) * 16);  // Q re-read: 32 registers fewer
       mma16816<T>(sc[0], qk, bf[0], bf[1]);
       mma16816<T>(sc[1], qk, bf[2], bf[3]);
     }
@@ -1104,13 +1190,13 @@ __device__ __forceinline__ void producer_mma(const dkb_decode_params &p) {
 }
 
 template <typename T, int D_PAD>
-__global__ void __launch_bounds__(128, 3) decode_split_kv_producer_mma(const dkb_decode_params p) {
-  producer_mma<T, D_PAD, false>(p);
+__global__ void __launch_bounds__(128, 3) decode_split_kv_producer_mma(const dkb_decode_params p, const __grid_constant__ KvMaps maps) {
+  producer_mma<T, D_PAD, false>(p, maps);
 }
 // The same producer whose last CTA per (request, K/V head) also merges that group's slots: one launch.
 template <typename T, int D_PAD>
-__global__ void __launch_bounds__(128, 3) decode_split_kv_fused_mma(const dkb_decode_params p) {
-  producer_mma<T, D_PAD, true>(p);
+__global__ void __launch_bounds__(128, 3) decode_split_kv_fused_mma(const dkb_decode_params p, const __grid_constant__ KvMaps maps) {
+  producer_mma<T, D_PAD, true>(p, maps);
 }
 
 // ---- combine: exact merge of one request's slots for one (query row, query head) -------------------
@@ -1306,11 +1392,12 @@ __global__ void decode_append_kv(const dkb_decode_params p) {
 }
 
 // ---- instance selection ------------------------------------------------------------------------------
-typedef void (*producer_fn)(const dkb_decode_params);
+typedef void (*producer_fn)(const dkb_decode_params, const KvMaps);
 struct Instance {
   producer_fn fn;
   int nt, smem, ntok;
   producer_fn fused;  // the same producer merging the slots in its last CTA, or null
+  bool tma;           // the tensor-core producer: whole tiles of NHD caches through KvMaps
 };
 // Most slot rows (query rows x slots of one request) one fused CTA merges: a row's slots are read sixteen
 // at a time by one warp, so past this the separate combine kernel, which spreads a row over 8-32 warps, wins.
@@ -1319,7 +1406,7 @@ constexpr int kFusedRowSlots = 256;
 template <typename T, int D, int R, int NT>
 Instance make() {
   using K = Cfg<T, D, R, NT>;
-  return Instance{decode_split_kv_producer<T, D, R, NT>, NT, K::SMEM, K::NTOK, nullptr};
+  return Instance{decode_split_kv_producer<T, D, R, NT>, NT, K::SMEM, K::NTOK, nullptr, false};
 }
 
 int pad_dim(int d) { return d <= 64 ? 64 : d <= 128 ? 128 : d <= 256 ? 256 : 0; }
@@ -1349,7 +1436,7 @@ bool pick_rows_f32(int rb, Instance *out) {
 template <typename T, int D>
 Instance make_mma() {
   using K = MmaCfg<D>;
-  return Instance{decode_split_kv_producer_mma<T, D>, K::NT, K::SMEM, K::NTOK, decode_split_kv_fused_mma<T, D>};
+  return Instance{decode_split_kv_producer_mma<T, D>, K::NT, K::SMEM, K::NTOK, decode_split_kv_fused_mma<T, D>, true};
 }
 
 bool pick(int dtype, int dk, int dv, int rows, Instance *out) {
@@ -1476,6 +1563,45 @@ static producer_fn producer_for(const dkb_decode_params &p, Instance *in) {
   return p.direct ? nullptr : in->fused;
 }
 
+// The tensor maps of an NHD cache for the TMA path ([d, H_kv, rows], boxes of 64 dims x 1 head x
+// box_rows keys, 128-byte swizzle; rows bounded by what device memory can hold, so a row index fits the
+// copies' int32 coordinates). Through the runtime's driver entry point: dkb links no libcuda. Any
+// refusal leaves on = 0 and the producer copies every tile with cp.async.
+static void encode_maps(const dkb_decode_params &p, KvMaps *m) {
+  memset(m, 0, sizeof *m);
+  const bool paged = p.layout == L_PAGED_NHD;
+  if (!(p.layout == L_CONTIG_NHD || p.layout == L_RAGGED_NHD || paged) || p.dtype == DKB_KDT_F32) return;
+  if (paged && (p.page_size < 8 || (p.page_size & (p.page_size - 1)))) return;
+  static PFN_cuTensorMapEncodeTiled_v12000 enc = nullptr;
+  static size_t mem = 0;  // device memory: no cache has more rows than it holds
+  static int tried = 0;
+  if (!tried) {
+    tried = 1;
+    cudaDriverEntryPointQueryResult q;
+    size_t free_b = 0;
+    if (cudaGetDriverEntryPointByVersion("cuTensorMapEncodeTiled", (void **)&enc, 12000, cudaEnableDefault, &q) != cudaSuccess ||
+        q != cudaDriverEntryPointSuccess || cudaMemGetInfo(&free_b, &mem) != cudaSuccess)
+      enc = nullptr;
+    cudaGetLastError();
+  }
+  if (!enc) return;
+  const int br = paged && p.page_size < 64 ? p.page_size : 64;
+  const CUtensorMapDataType dt = p.dtype == DKB_KDT_BF16 ? CU_TENSOR_MAP_DATA_TYPE_BFLOAT16 : CU_TENSOR_MAP_DATA_TYPE_FLOAT16;
+  for (int kv = 0; kv < 2; kv++) {
+    const int d = kv ? p.dv : p.dk;
+    const uint64_t row_bytes = (uint64_t)p.H_kv * d * 2, rows = mem / row_bytes + 1;
+    if (rows >= (1ull << 31)) return;
+    const cuuint64_t dims[3] = {(cuuint64_t)d, (cuuint64_t)p.H_kv, (cuuint64_t)rows};
+    const cuuint64_t strides[2] = {(cuuint64_t)d * 2, row_bytes};
+    const cuuint32_t box[3] = {64, 1, (cuuint32_t)br}, es[3] = {1, 1, 1};
+    if (enc(kv ? &m->v : &m->k, dt, 3, const_cast<void *>(kv ? p.v : p.k), dims, strides, box, es, CU_TENSOR_MAP_INTERLEAVE_NONE,
+            CU_TENSOR_MAP_SWIZZLE_128B, CU_TENSOR_MAP_L2_PROMOTION_L2_128B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE) != CUDA_SUCCESS)
+      return;
+  }
+  m->box_rows = br;
+  m->on = 1;
+}
+
 extern "C" int dkb_decode_launch(const struct dkb_decode_params *p, void *stream) {
   Instance in;
   const producer_fn fn = producer_for(*p, &in);
@@ -1483,6 +1609,9 @@ extern "C" int dkb_decode_launch(const struct dkb_decode_params *p, void *stream
   cudaStream_t st = (cudaStream_t)stream;
   cudaError_t e = cudaFuncSetAttribute((const void *)fn, cudaFuncAttributeMaxDynamicSharedMemorySize, in.smem);
   if (e != cudaSuccess) return (int)e;
+  KvMaps maps;
+  if (in.tma) encode_maps(*p, &maps);
+  else memset(&maps, 0, sizeof maps);
   if (p->n_items > 0) {
     // One CTA per (K/V head, item): x the head, y (and z past 65535 items) the item, so CTAs start
     // item-major, in the plan's order (longest item first); block indices need no division, which
@@ -1504,9 +1633,9 @@ extern "C" int dkb_decode_launch(const struct dkb_decode_params *p, void *stream
       attr[0].val.clusterDim.z = 1;
       cfg.attrs = attr;
       cfg.numAttrs = 1;
-      if ((e = cudaLaunchKernelEx(&cfg, fn, *p)) != cudaSuccess) return (int)e;
+      if ((e = cudaLaunchKernelEx(&cfg, fn, *p, maps)) != cudaSuccess) return (int)e;
     } else {
-      fn<<<grid, in.nt, in.smem, st>>>(*p);
+      fn<<<grid, in.nt, in.smem, st>>>(*p, maps);
     }
     if ((e = cudaGetLastError()) != cudaSuccess) return (int)e;
   }
