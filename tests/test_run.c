@@ -536,6 +536,57 @@ static void gpu_split_k_agrees_with_split_1(void **s) {
   split_k_against_split_1("o_gpu", "bf16", 2e-3, 1.6e-2);
 }
 
+/* On the GPU: the tensor-core producer's two copy paths fill the same shared-memory layout. One call
+ * (ragged lengths: whole tiles and edge tiles, three splits) in four cache layouts with the same logical
+ * K/V: NHD caches take TMA boxes for whole tiles, HND caches take cp.async for every tile, so O and LSE
+ * must agree bit for bit. */
+static void gpu_tma_tiles_match_cp_async_tiles_bit_for_bit(void **s) {
+  (void)s;
+  SKIP_WITHOUT_GPU();
+  static const char *const layout[] = {"paged_nhd", "paged_hnd", "contiguous_nhd", "contiguous_hnd"};
+  struct dkb_err e;
+  double *first[2] = {NULL, NULL};
+  size_t n_first[2] = {0, 0};
+  for (int l = 0; l < 4; l++) {
+    json_t *doc = jr_load_file("fixtures/decode/paged-nhd-p32-auto.json", &e);
+    assert_non_null(doc);
+    json_object_set_new(doc, "split", json_pack("{s:s,s:i}", "policy", "fixed", "splits", 3));
+    json_object_set_new(doc, "cache", l < 2 ? json_pack("{s:s,s:i}", "layout", layout[l], "page_size", 32)
+                                            : json_pack("{s:s}", "layout", layout[l]));
+    char *text = json_dumps(doc, 0), name[64];
+    json_decref(doc);
+    snprintf(name, sizeof name, "copy-path-%d.json", l);
+    const char *fx = tmp_file(name, text);
+    free(text);
+    struct run_result r;
+    run_sh(&r, "rm -rf %s/cp%dd && build/dkb run %s -o %s/cp%d --no-timing --quiet --dump %s/cp%dd > /dev/null", tmp_dir(), l, fx,
+           tmp_dir(), l, tmp_dir(), l);
+    if (r.rc) fail_msg("%s: %s%s", layout[l], r.out, r.err);
+    run_result_release(&r);
+    static const char *const dump[2] = {"o_gpu", "lse_gpu"}, *const dt[2] = {"bf16", "fp32"};
+    for (int k = 0; k < 2; k++) {
+      char path[512];
+      snprintf(path, sizeof path, "%s/cp%dd/%s.npy", tmp_dir(), l, dump[k]);
+      size_t n = 0;
+      double *v = npy_read(path, dt[k], &n);
+      assert_non_null(v);
+      if (!l) {
+        first[k] = v;
+        n_first[k] = n;
+        continue;
+      }
+      assert_int_equal(n, n_first[k]);
+      struct dkb_cmp c;
+      dkb_compare_f64(v, first[k], n, 0, 0, &c);
+      print_message("[  INFO    ] %s %s vs paged_nhd: max |diff| %.3g over %zu elements\n", layout[l], dump[k], c.max_abs, c.n);
+      if (!c.pass) fail_msg("%s %s: %zu of %zu elements differ from paged_nhd (max %.3g)", layout[l], dump[k], c.violations, c.n, c.max_abs);
+      free(v);
+    }
+  }
+  free(first[0]);
+  free(first[1]);
+}
+
 /* tools/sass-check.py (run by gpu-smoke on `cuobjdump -sass`) flags an async copy whose memory descriptor
  * register the function never writes (the ptxas miscompile that crashed the d = 64 producer), and passes
  * one whose descriptor is written, predicated or not; reading the register is not writing it. */
@@ -573,4 +624,5 @@ DKB_TEST_GROUP(run, cmocka_unit_test(decode_fixtures_are_schema_valid_and_load),
                cmocka_unit_test(split_policy_does_not_change_the_reference),
                cmocka_unit_test(sass_check_flags_an_unwritten_copy_descriptor),
                cmocka_unit_test(gpu_every_decode_fixture_reaches_level_6), cmocka_unit_test(gpu_split_k_agrees_with_split_1),
+               cmocka_unit_test(gpu_tma_tiles_match_cp_async_tiles_bit_for_bit),
                cmocka_unit_test(gpu_run_with_counters_measures_dram_bytes))
