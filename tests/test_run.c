@@ -490,30 +490,44 @@ static double *npy_read(const char *path, const char *dtype, size_t *n) {
   return v;
 }
 
+/* Runs fixture fx with the members of patch set at its top level (patch NULL: as declared; the reference
+ * is taken), dumping into tmp_dir()/<tag>d; the test fails when the run does. */
+static void run_dumped(const char *fx, json_t *patch, const char *tag) {
+  if (patch) {
+    struct dkb_err e;
+    json_t *doc = jr_load_file(fx, &e);
+    assert_non_null(doc);
+    json_object_update(doc, patch);
+    json_decref(patch);
+    char *text = json_dumps(doc, 0), name[64];
+    json_decref(doc);
+    snprintf(name, sizeof name, "%s.json", tag);
+    fx = tmp_file(name, text);
+    free(text);
+  }
+  struct run_result r;
+  run_sh(&r, "rm -rf %s/%sd && build/dkb run %s -o %s/%s --no-timing --quiet --dump %s/%sd > /dev/null", tmp_dir(), tag, fx,
+         tmp_dir(), tag, tmp_dir(), tag);
+  if (r.rc) fail_msg("%s: %s%s", tag, r.out, r.err);
+  run_result_release(&r);
+}
+
+/* Array `name` of the dump of run `tag`, decoded as dtype (*n elements). */
+static double *dump_array(const char *tag, const char *name, const char *dtype, size_t *n) {
+  char path[512];
+  snprintf(path, sizeof path, "%s/%sd/%s.npy", tmp_dir(), tag, name);
+  double *v = npy_read(path, dtype, n);
+  assert_non_null(v);
+  return v;
+}
+
 /* Runs a fixture with split = 1 and as declared (split 8), dumping both; compares array `name`. */
 static void split_k_against_split_1(const char *name, const char *dtype, double atol, double rtol) {
   const char *fx = "fixtures/decode/ragged-contig-nhd-bf16-g4.json";
-  struct dkb_err e;
-  json_t *doc = jr_load_file(fx, &e);
-  assert_non_null(doc);
-  json_object_set_new(doc, "split", json_pack("{s:s,s:i}", "policy", "fixed", "splits", 1));
-  char *text = json_dumps(doc, 0);
-  json_decref(doc);
-  const char *s1 = tmp_file("split1.json", text);
-  free(text);
-  struct run_result r;
-  run_sh(&r, "rm -rf %s/s1d %s/s8d && build/dkb run %s -o %s/s1 --no-timing --quiet --dump %s/s1d > /dev/null && "
-             "build/dkb run %s -o %s/s8 --no-timing --quiet --dump %s/s8d > /dev/null",
-         tmp_dir(), tmp_dir(), s1, tmp_dir(), tmp_dir(), fx, tmp_dir(), tmp_dir());
-  if (r.rc) fail_msg("%s%s", r.out, r.err);
-  run_result_release(&r);
-  char p1[512], p8[512];
-  snprintf(p1, sizeof p1, "%s/s1d/%s.npy", tmp_dir(), name);
-  snprintf(p8, sizeof p8, "%s/s8d/%s.npy", tmp_dir(), name);
+  run_dumped(fx, json_pack("{s:{s:s,s:i}}", "split", "policy", "fixed", "splits", 1), "s1");
+  run_dumped(fx, NULL, "s8");
   size_t n1 = 0, n8 = 0;
-  double *a = npy_read(p1, dtype, &n1), *b = npy_read(p8, dtype, &n8);
-  assert_non_null(a);
-  assert_non_null(b);
+  double *a = dump_array("s1", name, dtype, &n1), *b = dump_array("s8", name, dtype, &n8);
   assert_int_equal(n1, n8);
   struct dkb_cmp c;
   dkb_compare_f64(b, a, n1, atol, rtol, &c);
@@ -544,32 +558,19 @@ static void gpu_tma_tiles_match_cp_async_tiles_bit_for_bit(void **s) {
   (void)s;
   SKIP_WITHOUT_GPU();
   static const char *const layout[] = {"paged_nhd", "paged_hnd", "contiguous_nhd", "contiguous_hnd"};
-  struct dkb_err e;
+  static const char *const dump[2] = {"o_gpu", "lse_gpu"}, *const dt[2] = {"bf16", "fp32"};
   double *first[2] = {NULL, NULL};
   size_t n_first[2] = {0, 0};
   for (int l = 0; l < 4; l++) {
-    json_t *doc = jr_load_file("fixtures/decode/paged-nhd-p32-auto.json", &e);
-    assert_non_null(doc);
-    json_object_set_new(doc, "split", json_pack("{s:s,s:i}", "policy", "fixed", "splits", 3));
-    json_object_set_new(doc, "cache", l < 2 ? json_pack("{s:s,s:i}", "layout", layout[l], "page_size", 32)
-                                            : json_pack("{s:s}", "layout", layout[l]));
-    char *text = json_dumps(doc, 0), name[64];
-    json_decref(doc);
-    snprintf(name, sizeof name, "copy-path-%d.json", l);
-    const char *fx = tmp_file(name, text);
-    free(text);
-    struct run_result r;
-    run_sh(&r, "rm -rf %s/cp%dd && build/dkb run %s -o %s/cp%d --no-timing --quiet --dump %s/cp%dd > /dev/null", tmp_dir(), l, fx,
-           tmp_dir(), l, tmp_dir(), l);
-    if (r.rc) fail_msg("%s: %s%s", layout[l], r.out, r.err);
-    run_result_release(&r);
-    static const char *const dump[2] = {"o_gpu", "lse_gpu"}, *const dt[2] = {"bf16", "fp32"};
+    char tag[16];
+    snprintf(tag, sizeof tag, "cp%d", l);
+    run_dumped("fixtures/decode/paged-nhd-p32-auto.json",
+               json_pack("{s:{s:s,s:i},s:o}", "split", "policy", "fixed", "splits", 3, "cache",
+                         l < 2 ? json_pack("{s:s,s:i}", "layout", layout[l], "page_size", 32) : json_pack("{s:s}", "layout", layout[l])),
+               tag);
     for (int k = 0; k < 2; k++) {
-      char path[512];
-      snprintf(path, sizeof path, "%s/cp%dd/%s.npy", tmp_dir(), l, dump[k]);
       size_t n = 0;
-      double *v = npy_read(path, dt[k], &n);
-      assert_non_null(v);
+      double *v = dump_array(tag, dump[k], dt[k], &n);
       if (!l) {
         first[k] = v;
         n_first[k] = n;
