@@ -760,33 +760,39 @@ __device__ __forceinline__ void add_slots(const float pay[B][4], int first, int 
     }
 }
 
+// Most slot rows (query rows x slots of one request) one fused CTA merges, and most slots per request:
+// a row's slots are read by one warp, sixteen in one round trip, so past these the separate combine
+// kernel, which spreads the rows over CTAs, wins (fused_combine).
+constexpr int kFusedRowSlots = 256, kFusedSlots = 16;
+
 // One query row of the fused merge, one warp (lane k holds slot s0 + k's validity v and frame value ms;
-// n <= 32 slots): the first 16 payloads are loaded before the weights are known, in the same round trip
-// as the scalars the caller loaded. Summed in slot order whichever CTA is last: deterministic.
+// n <= kFusedSlots): every payload is loaded before the weights are known, in the same round trip as the
+// scalars the caller loaded. Summed in slot order whichever CTA is last: deterministic.
 template <typename WS>
 __device__ __forceinline__ void merge_payload(const void *ws, int64_t u0, int64_t ustep, int s0, int n, bool v, float ms,
                                               float *M_out, float *w_out, float acc[4]) {
   const WS *u = reinterpret_cast<const WS *>(ws) + u0 + (int64_t)s0 * ustep;
-  float pay[16][4];
-  load_slots<WS, 16>(u, ustep, 0, 1, n, pay);
+  float pay[kFusedSlots][4];
+  load_slots<WS, kFusedSlots>(u, ustep, 0, 1, n, pay);
   float M = v ? ms : -INFINITY;
 #pragma unroll
   for (int off = 16; off > 0; off /= 2) M = fmaxf(M, __shfl_xor_sync(0xffffffffu, M, off));
   const float w = v && M != -INFINITY ? expf(ms - M) : 0.f;
   auto weight = [w](int k) { return __shfl_sync(0xffffffffu, w, k); };  // lane k holds slot k's weight
-  add_slots<16>(pay, 0, 1, n, weight, acc);
-  if (n > 16) {  // slots 16..31: a second round trip
-    load_slots<WS, 16>(u, ustep, 16, 1, n, pay);
-    add_slots<16>(pay, 16, 1, n, weight, acc);
-  }
+  add_slots<kFusedSlots>(pay, 0, 1, n, weight, acc);
   *M_out = M;
   *w_out = w;
 }
 
 // ---- fused combine: the last CTA of a (request, K/V head) group merges the group's slots (0x03C) -----
-// One launch instead of two. Measured on the H200 against the PDL-launched combine kernel: equal within
-// noise at 2-29 slots per request, 1.5-2 us faster on the split-2 sliding-window call; a first version
-// that re-read the slot scalars per pass and fenced every thread was 2 us slower at 7-29 slots. Every
+// One launch instead of two, for at most kFusedSlots slots per request: one L2 round trip of payloads.
+// Measured on the H200 against the PDL-launched combine kernel: equal within noise at 2-29 slots per
+// request, 1.5-2 us faster on the split-2 sliding-window call; a first version that re-read the slot
+// scalars per pass and fenced every thread was 2 us slower at 7-29 slots. Measured again with the TMA
+// producer (same machine, two rounds): at 32 slots the kernel wins (B1 T32768 40.0 -> 38.5 us, window
+// 4096 14.9 -> 13.2): one SM reading 64 KB of slots took 3.5 us in the last CTA (two round trips of
+// 1.1-1.3 us each, %globaltimer), after a 1 us arrival atomic; at 8 and 6 slots fused stays ahead or
+// even (B4 T4096 graph 23.9 vs 23.5, ragged 307 vs 311). Every
 // producer CTA publishes its slot (stores, barrier, one release) and then counts itself in; the CTA whose count
 // completes the request's slots reads them back from L2 (ld.cg: L1 is not coherent across SMs), writes O
 // and LSE and resets the counter for the next call (graph replay needs no memset). One warp per query
@@ -819,7 +825,7 @@ __device__ void fused_combine(const dkb_decode_params &p, int b, int h, int g, i
   for (int row = warp; row < R; row += NT / 32) {
     const int j = row / C, i = row % C, hq = h * g + j;
     const int64_t r0 = (int64_t)hq * C + i;
-    // Lane k holds slot s0 + k's scalars (a fused plan has at most 32 slots per request); merge_payload
+    // Lane k holds slot s0 + k's scalars (a fused plan has at most kFusedSlots per request); merge_payload
     // loads the payloads in the same round trip: one L2 round trip fewer on the call's critical path, the
     // last CTA (H200 timeline: scalars then payload took 0.5-1 us and 0.8-4.4 us there).
     const int s = s0 + lane;
@@ -1399,9 +1405,6 @@ struct Instance {
   producer_fn fused;  // the same producer merging the slots in its last CTA, or null
   bool tma;           // the tensor-core producer: whole tiles of NHD caches through KvMaps
 };
-// Most slot rows (query rows x slots of one request) one fused CTA merges: a row's slots are read sixteen
-// at a time by one warp, so past this the separate combine kernel, which spreads a row over 8-32 warps, wins.
-constexpr int kFusedRowSlots = 256;
 
 template <typename T, int D, int R, int NT>
 Instance make() {
@@ -1468,13 +1471,15 @@ struct Combine {
 };
 template <typename T, typename WS>
 Combine combine_for(int nt, int dsplit) {
-  return dsplit > 1 ? Combine{decode_split_kv_combine<T, WS, 1024, 8>, 1024, dsplit}
+  return dsplit > 1 ? Combine{decode_split_kv_combine<T, WS, 256, 8>, 256, dsplit}
          : nt == 1024 ? Combine{decode_split_kv_combine<T, WS, 1024, 32>, 1024, 1}
                       : Combine{decode_split_kv_combine<T, WS, 256, 32>, 256, 1};
 }
-// 32 warps per output row when requests hold many slots (a long request split hundreds of ways: few
-// rows, so each row's slots must be read in parallel), else 8; with many slots each row is also split
-// into CTAs of 32 dims, so the payloads (slots x d_v x 4 bytes) are read by d_v / 32 SMs, not one.
+// With many slots per request (a long request split hundreds of ways: few rows, so each row's slots must
+// be read in parallel) each row is split into CTAs of 32 dims, so the payloads (slots x d_v x 4 bytes)
+// are read by d_v / 32 SMs, not one; 8 warps each (32 warps per CTA measured 0.9 us slower at B1
+// T131072, 26.1 vs 25.2 us, H200, two rounds). Else one CTA of 8 warps per row (32 warps where d_v is
+// no multiple of 32).
 Combine pick_combine(const dkb_decode_params &p) {
   const bool ws_bf16 = p.abi == DKB_ABI_LSE_O && p.ws_o_dtype == DKB_KDT_BF16;
   const int nt = p.B > 0 && p.total_slots / p.B >= 64 ? 1024 : 256;
@@ -1531,7 +1536,7 @@ extern "C" int dkb_decode_tile_tokens(int dtype, int dk, int dv, int rows) {
 
 extern "C" int dkb_decode_fused_ok(int dtype, int dk, int dv, int rows, int max_slots) {
   Instance in;
-  return pick(dtype, dk, dv, rows, &in) && in.fused && max_slots > 1 && max_slots <= 32 &&
+  return pick(dtype, dk, dv, rows, &in) && in.fused && max_slots > 1 && max_slots <= kFusedSlots &&
          (int64_t)rows * max_slots <= kFusedRowSlots;
 }
 

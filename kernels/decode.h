@@ -93,8 +93,8 @@ int dkb_decode_tile_tokens(int dtype, int dk, int dv, int rows);
 int dkb_decode_occupancy(int dtype, int dk, int dv, int rows);
 /* 1 when the producer instance these parameters select merges the slots itself (fused combine) for a
  * plan of at most max_slots slots per request: tensor-core instances, while one CTA's merge of rows *
- * max_slots slot rows stays short and max_slots <= 32 (a long request split hundreds of ways keeps the
- * combine kernel). */
+ * max_slots slot rows stays short and max_slots <= 16 (one L2 round trip of slots; more slots, up to a
+ * long request split hundreds of ways, take the combine kernel). */
 int dkb_decode_fused_ok(int dtype, int dk, int dv, int rows, int max_slots);
 /* 1 when such a fused plan with exactly `slots` slots in every request can merge them in a thread-block
  * cluster instead (struct dkb_decode_params cluster): 2 slots (larger clusters measured slower on the H200,

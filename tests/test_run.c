@@ -150,7 +150,7 @@ static void assert_cluster_groups(const struct decode_plan *pl) {
 /* A cluster plan launches each request's items as one thread-block cluster of consecutive grid rows, so
  * the plan must keep them together in slot order (rank r = slot r), give every request the cluster's
  * slot count, and hold no global arrival counters; plans the kernel does not cluster (more slots, a bf16
- * workspace, unequal slot counts) keep the global fused merge or the combine kernel. */
+ * workspace, unequal slot counts) keep the global fused merge or, past 16 slots, the combine kernel. */
 static void cluster_plans_keep_each_requests_items_together_in_slot_order(void **s) {
   (void)s;
   struct { const char *path; int cluster; } cases[] = {
@@ -189,7 +189,10 @@ static void cluster_plans_keep_each_requests_items_together_in_slot_order(void *
       {901, "{\"policy\": \"fixed\", \"splits\": 2}", "", 1, 2},
       {901, "{\"policy\": \"fixed\", \"splits\": 2}", "\"workspace\": {\"abi\": \"lse_o\", \"o_dtype\": \"fp32\"}, ", 1, 2},
       {901, "{\"policy\": \"fixed\", \"splits\": 2}", "\"workspace\": {\"abi\": \"lse_o\", \"o_dtype\": \"bf16\"}, ", 1, 0},
-      {300, "{\"policy\": \"chunk\", \"chunk\": 512}", "", 1, 0}};
+      {300, "{\"policy\": \"chunk\", \"chunk\": 512}", "", 1, 0},
+      /* past 16 slots per request the last CTA's merge takes two round trips: the combine kernel merges */
+      {901, "{\"policy\": \"fixed\", \"splits\": 16}", "", 1, 0},
+      {901, "{\"policy\": \"fixed\", \"splits\": 17}", "", 0, 0}};
   for (size_t k = 0; k < sizeof v / sizeof v[0]; k++) {
     char doc[2048];
     snprintf(doc, sizeof doc, base, v[k].len, v[k].split, v[k].ws);
