@@ -494,8 +494,8 @@ static double *npy_read(const char *path, const char *dtype, size_t *n) {
 }
 
 /* Runs fixture fx with the members of patch set at its top level (patch NULL: as declared; the reference
- * is taken), dumping into tmp_dir()/<tag>d; the test fails when the run does. */
-static void run_dumped(const char *fx, json_t *patch, const char *tag) {
+ * is taken), dumping into tmp_dir()/<tag>d; the test fails when the run does. Returns the fixture run. */
+static const char *run_dumped(const char *fx, json_t *patch, const char *tag) {
   if (patch) {
     struct dkb_err e;
     json_t *doc = jr_load_file(fx, &e);
@@ -513,6 +513,7 @@ static void run_dumped(const char *fx, json_t *patch, const char *tag) {
          tmp_dir(), tag, tmp_dir(), tag);
   if (r.rc) fail_msg("%s: %s%s", tag, r.out, r.err);
   run_result_release(&r);
+  return fx;
 }
 
 /* Array `name` of the dump of run `tag`, decoded as dtype (*n elements). */
@@ -524,20 +525,37 @@ static double *dump_array(const char *tag, const char *name, const char *dtype, 
   return v;
 }
 
-/* Runs a fixture with split = 1 and as declared (split 8), dumping both; compares array `name`. */
+/* Runs a fixture with split = 1, as declared (split 8, merged in the last producer CTA) and with 16 and
+ * 17 splits (the last fused plan and the first one merged by the combine kernel: kFusedSlots), dumping
+ * each; compares array `name` of each split run with split 1's. */
 static void split_k_against_split_1(const char *name, const char *dtype, double atol, double rtol) {
   const char *fx = "fixtures/decode/ragged-contig-nhd-bf16-g4.json";
+  static const struct { const char *tag; int splits; const char *combine; } v[] = {
+      {"s8", 0, "fused (last producer CTA)"}, {"s16", 16, "fused (last producer CTA)"}, {"s17", 17, "kernel"}};
   run_dumped(fx, json_pack("{s:{s:s,s:i}}", "split", "policy", "fixed", "splits", 1), "s1");
-  run_dumped(fx, NULL, "s8");
-  size_t n1 = 0, n8 = 0;
-  double *a = dump_array("s1", name, dtype, &n1), *b = dump_array("s8", name, dtype, &n8);
-  assert_int_equal(n1, n8);
-  struct dkb_cmp c;
-  dkb_compare_f64(b, a, n1, atol, rtol, &c);
-  print_message("[  INFO    ] %s split 8 vs split 1: max |diff| %.3g over %zu elements\n", name, c.max_abs, c.n);
-  if (!c.pass) fail_msg("%s: %zu of %zu elements differ beyond atol %g + rtol %g (max %.3g)", name, c.violations, c.n, atol, rtol, c.max_abs);
+  size_t n1 = 0;
+  double *a = dump_array("s1", name, dtype, &n1);
+  for (size_t k = 0; k < sizeof v / sizeof v[0]; k++) {
+    const char *ran = run_dumped(fx, v[k].splits ? json_pack("{s:{s:s,s:i}}", "split", "policy", "fixed", "splits", v[k].splits) : NULL, v[k].tag);
+    struct decode_call dc;
+    struct decode_inputs in;
+    struct decode_plan pl;
+    plan_fixture(ran, &dc, &in, &pl);  /* the plan the run launched: which merge the comparison covers */
+    if (strcmp(plan_combine_name(&pl), v[k].combine)) fail_msg("%s: combine \"%s\", want \"%s\"", v[k].tag, plan_combine_name(&pl), v[k].combine);
+    plan_release(&pl);
+    inputs_release(&in);
+    decode_call_release(&dc);
+    size_t n = 0;
+    double *b = dump_array(v[k].tag, name, dtype, &n);
+    assert_int_equal(n1, n);
+    struct dkb_cmp c;
+    dkb_compare_f64(b, a, n1, atol, rtol, &c);
+    print_message("[  INFO    ] %s %s vs split 1 (%s): max |diff| %.3g over %zu elements\n", name, v[k].tag, v[k].combine, c.max_abs, c.n);
+    if (!c.pass)
+      fail_msg("%s %s: %zu of %zu elements differ beyond atol %g + rtol %g (max %.3g)", name, v[k].tag, c.violations, c.n, atol, rtol, c.max_abs);
+    free(b);
+  }
   free(a);
-  free(b);
 }
 
 /* The float64 reference does not depend on the split policy (the harness of the GPU check). */
@@ -546,7 +564,8 @@ static void split_policy_does_not_change_the_reference(void **s) {
   split_k_against_split_1("o_ref", "fp64", 1e-12, 0);
 }
 
-/* On the GPU: split = 8 agrees with split = 1 within the fixture's tolerance. */
+/* On the GPU: splits 8, 16 (both merged by the last producer CTA) and 17 (merged by the combine kernel)
+ * agree with split = 1 within the fixture's tolerance. */
 static void gpu_split_k_agrees_with_split_1(void **s) {
   (void)s;
   SKIP_WITHOUT_GPU();
