@@ -1,9 +1,10 @@
 #!/bin/sh
 # The GPU check of the kernels and the capture path, for a machine with an NVIDIA GPU and a built dkb:
-# preflight, the SASS check of the async copies (tools/sass-check.py), the capture module's GPU tests, every decode fixture through `dkb run` (correctness against
-# the float64 oracle, a short timing pass), compute-sanitizer memcheck and racecheck on small cases, and
-# optionally the bench matrix. Everything lands in $OUT (default /tmp/dkb-gpu): summary.txt plus one
-# tarball of the bundles and logs. usage: tools/gpu-smoke.sh [--bench] [--sanitize] [--no-fixtures] [FIXTURE...]
+# preflight, the SASS check of the async copies (tools/sass-check.py), the capture module's GPU tests,
+# every decode fixture through `dkb run` (correctness against the float64 oracle, a short timing pass),
+# compute-sanitizer memcheck and racecheck on small cases, and optionally the bench matrix. Everything
+# lands in $OUT (default /tmp/dkb-gpu): summary.txt plus one tarball of the bundles and logs.
+# usage: tools/gpu-smoke.sh [--bench] [--sanitize] [--no-fixtures] [FIXTURE...]
 OUT=${OUT:-/tmp/dkb-gpu}
 W="$OUT/work"
 mkdir -p "$W/runs"
