@@ -222,14 +222,14 @@ __device__ __forceinline__ int tile_class(const dkb_decode_params &p, int b, int
 
 // ---- the tile pipeline -------------------------------------------------------------------------
 // One CTA streams the K/V tiles of its item [lo, hi) of request b, head h, through the kernel's shared-memory
-// stages with cp.async, or with TMA boxes (TMA, use_tma) for whole tiles of NHD caches. Tiles are aligned blocks of NTOK keys; SKIP tiles (0x05C) are neither loaded nor
-// computed. Address constants are hoisted out of the copy loop (a copy must not wait on a dependent
-// load): an item's page ids (up to kPageSmem) sit in shared memory before the first copy, and the
-// FlashMask summary of the next tile is loaded one tile ahead, while the current tile is computed. Tiles
-// wholly inside the item take a short path (byte addresses, power-of-two page shift); edge tiles, other
-// page sizes and longer page lists take the general, not unrolled path, which reads the page table
-// directly. A ring in shared memory tells the consumer which tile and class each stage holds (-1: none),
-// and whether it arrives on the stage's mbarrier (kTmaTile).
+// stages with cp.async, or with TMA boxes (TMA, use_tma) for whole tiles of NHD caches. Tiles are aligned
+// blocks of NTOK keys; SKIP tiles (0x05C) are neither loaded nor computed. Address constants are hoisted out of
+// the copy loop (a copy must not wait on a dependent load): an item's page ids (up to kPageSmem) sit in shared
+// memory before the first copy, and the FlashMask summary of the next tile is loaded one tile ahead, while the
+// current tile is computed. Tiles wholly inside the item take a short path (byte addresses, power-of-two page
+// shift); edge tiles, other page sizes and longer page lists take the general, not unrolled path, which reads
+// the page table directly. A ring in shared memory tells the consumer which tile and class each stage holds
+// (-1: none), and whether it arrives on the stage's mbarrier (kTmaTile).
 template <typename T, int NTOK, int CH, int NT, bool TMA = false>
 struct TilePipe {
   static constexpr int EPC = 16 / (int)sizeof(T);
@@ -258,7 +258,9 @@ struct TilePipe {
   // decode fixtures fail with "illegal instruction" at a copy; that build predates tools/sass-check.py and
   // was never checked with it, but it is the symptom of the copy-descriptor miscompile noted at cp_async16).
   // One thread per KPT consecutive keys (one page id per tile): contiguous 4 % slower (the copy loop's
-  // extra arithmetic or request order), paged no faster.
+  // extra arithmetic or request order), paged no faster. TMA tiles dealt round-robin over a request's
+  // splits (split r taking tiles r, r + S, ...: one sequential stream per request, not S): no faster at
+  // B1 T131072 (splits 128, 256) or T32768 (H200, three rounds).
   const unsigned char *kthr, *vthr;
   int64_t kstep, vstep, kpage_b, vpage_b;
   int ksz, vsz, pshift;
@@ -327,10 +329,10 @@ struct TilePipe {
     prefetch(t_pend);
   }
   // TMA producers: the maps and one mbarrier per stage (initialized here, by thread 0; the caller's
-  // __syncthreads after init publishes them).
+  // __syncthreads after init publishes them). encode_maps turned the maps on only for caches they cover.
+  // Tried and not kept: prefetch.tensormap of both maps at CTA entry (no change, H200, two rounds).
   __device__ __forceinline__ void use_tma(const KvMaps *m, uint64_t *b, int nst) {
-    if (!m->on || !(pp->layout == L_CONTIG_NHD || pp->layout == L_RAGGED_NHD || (pp->layout == L_PAGED_NHD && m->box_rows >= 8)))
-      return;
+    if (!m->on) return;
     maps = m; bars = b;
     if (tid == 0) {
       for (int s = 0; s < nst; s++) mbar_init(bars + s, 1);
@@ -785,21 +787,20 @@ __device__ __forceinline__ void merge_payload(const void *ws, int64_t u0, int64_
 }
 
 // ---- fused combine: the last CTA of a (request, K/V head) group merges the group's slots (0x03C) -----
-// One launch instead of two, for at most kFusedSlots slots per request: one L2 round trip of payloads.
-// Measured on the H200 against the PDL-launched combine kernel: equal within noise at 2-29 slots per
-// request, 1.5-2 us faster on the split-2 sliding-window call; a first version that re-read the slot
-// scalars per pass and fenced every thread was 2 us slower at 7-29 slots. Measured again with the TMA
-// producer (same machine, two rounds): at 32 slots the kernel wins (B1 T32768 40.0 -> 38.5 us, window
-// 4096 14.9 -> 13.2): one SM reading 64 KB of slots took 3.5 us in the last CTA (two round trips of
-// 1.1-1.3 us each, %globaltimer), after a 1 us arrival atomic; at 8 and 6 slots fused stays ahead or
-// even (B4 T4096 graph 23.9 vs 23.5, ragged 307 vs 311). Every
+// One launch instead of two, for at most kFusedSlots slots per request: one L2 round trip of payloads. Measured
+// on the H200 against the PDL-launched combine kernel: equal within noise at 2-29 slots per request, 1.5-2 us
+// faster on the split-2 sliding-window call; a first version that re-read the slot scalars per pass and fenced
+// every thread was 2 us slower at 7-29 slots. Measured again with the TMA producer (same machine, two rounds):
+// at 32 slots the kernel wins (B1 T32768 40.0 -> 38.5 us, window 4096 14.9 -> 13.2): one SM reading 64 KB of
+// slots took 3.5 us in the last CTA (two round trips of 1.1-1.3 us each, %globaltimer), after a 1 us arrival
+// atomic; at 8 and 6 slots fused stays ahead or even (B4 T4096 graph 23.9 vs 23.5, ragged 307 vs 311). Every
 // producer CTA publishes its slot (stores, barrier, one release) and then counts itself in; the CTA whose count
-// completes the request's slots reads them back from L2 (ld.cg: L1 is not coherent across SMs), writes O
-// and LSE and resets the counter for the next call (graph replay needs no memset). One warp per query
-// row, four dims per lane (d_v <= 128), slots summed in slot order whichever CTA is last: deterministic.
-// Tried and not kept: staging every payload (up to 64 KB) into the free pipeline stages with cp.async in
-// one round trip and summing from shared memory (H200, two rounds: B1 T32768 40.9 -> 44.1 us, window 4096
-// 14.3 -> 18.1 us, ragged and B16 unchanged).
+// completes the request's slots reads them back from L2 (ld.cg: L1 is not coherent across SMs), writes O and
+// LSE and resets the counter for the next call (graph replay needs no memset). One warp per query row, four
+// dims per lane (d_v <= 128), slots summed in slot order whichever CTA is last: deterministic. Tried and not
+// kept: staging every payload (up to 64 KB) into the free pipeline stages with cp.async in one round trip and
+// summing from shared memory (H200, two rounds: B1 T32768 40.9 -> 44.1 us, window 4096 14.3 -> 18.1 us, ragged
+// and B16 unchanged).
 template <typename T, int NT>
 __device__ void fused_combine(const dkb_decode_params &p, int b, int h, int g, int *last) {
   const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
@@ -924,11 +925,15 @@ __device__ void cluster_merge(const dkb_decode_params &p, int b, int h, int g, f
 // (0x02B). P is rounded to the storage dtype for the P.V product, as FlashAttention-2 does; scores,
 // max, sum and O accumulate in fp32. K/V rows are 16-byte-chunk swizzled (chunk ^ row % 8) so ldmatrix
 // reads are free of bank conflicts.
-// Occupancy beats pipeline depth here (measured on the H200, B16 T8192: 0.73 -> 0.83 of the roofline):
-// two 32 KB stages, Q fragments re-read from shared memory each tile and at most 168 registers give 3
-// CTAs (12 warps) per SM, where three stages and Q in registers gave 2. Measured again with the final
-// planner (at most 2 CTAs per SM filled): three stages at 2 CTAs per SM lose on every shape (B16 T8192
-// 0.73 vs 0.86, B4 T4096 0.38 vs 0.44, ragged 0.67 vs 0.76).
+// Occupancy beats pipeline depth here (measured on the H200, B16 T8192: 0.73 -> 0.83 of the roofline): two
+// stages of 32 KB, Q fragments re-read from shared memory each tile and at most 168 registers give 3 CTAs (12
+// warps) per SM, where three stages and Q in registers gave 2. Measured again with the final planner (at most 2
+// CTAs per SM filled): three stages at 2 CTAs per SM lose on every shape (B16 T8192 0.73 vs 0.86, B4 T4096 0.38
+// vs 0.44, ragged 0.67 vs 0.76). Measured a third time with TMA tiles (three stages, 2 CTAs per SM, built with
+// the tensormap prefetch that alone changed nothing; H200, same machine, two rounds): no faster even where at
+// most 2 CTAs per SM run (B16 T8192 124.1 -> 124.5 us, paged 126.7 -> 127.2, B8 T16384 473.5 -> 476.2, B1
+// T131072 25.8 -> 26.3; ragged 308.8 -> 307.8): the loop already streams at the roofline (B16: 537 MB in 118 us
+// after the prologue, %globaltimer), so more bytes in flight per CTA buy nothing.
 template <int D_PAD>
 struct MmaCfg {
   static constexpr int NT = 128, NW = 4, NTOK = 64, ROWS = 16, CH = D_PAD / 8, ST = 2;
@@ -1398,6 +1403,7 @@ __global__ void decode_append_kv(const dkb_decode_params p) {
 }
 
 // ---- instance selection ------------------------------------------------------------------------------
+// Every producer takes the maps, so one pointer type fits all; the CUDA-core producers ignore them.
 typedef void (*producer_fn)(const dkb_decode_params, const KvMaps);
 struct Instance {
   producer_fn fn;
