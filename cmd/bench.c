@@ -123,6 +123,10 @@ int cmd_bench(int argc, char **argv) {
     bc->visible_kv_bytes = res.visible_kv_bytes;
     bc->splits = res.splits;
     memcpy(bc->tiles, res.tiles, sizeof bc->tiles);
+    if (res.median_us > 0 && bench_case_read_timing(bc, &err)) {
+      fprintf(stderr, "dkb: error: %s: %s\n", bc->name, err.msg);
+      rc = DKB_INTERNAL;
+    }
     if (res.median_us > 0) {
       bc->tbps = res.io_bytes / (res.median_us * 1e-6) / 1e12;
       bc->visible_tbps = (res.visible_kv_bytes + res.io_bytes - res.kv_bytes) / (res.median_us * 1e-6) / 1e12;
@@ -168,7 +172,7 @@ int cmd_bench(int argc, char **argv) {
     unmeasured += v[i].state == BENCH_NOT_MEASURED;
   }
   if (nv) printf("targets: %d met, %d missed, %d not measured\n", nv - missed - unmeasured, missed, unmeasured);
-  if (bench_write(out, &m, &r, v, nv, argc, argv, &err)) rc = cmd_report_err(&err);
+  if (bench_write(out, &m, &r, v, nv, &dev, argc, argv, &err)) rc = cmd_report_err(&err);
   else printf("wrote %s/bench.json, %s/bench.csv, %s/roofline-fraction.svg\n", out, out, out);
   free(v);
   bench_matrix_release(&m);

@@ -20,6 +20,7 @@ int cmd_oracle(int argc, char **argv);
 int cmd_digest(int argc, char **argv);
 int cmd_run(int argc, char **argv);
 int cmd_bench(int argc, char **argv);
+int cmd_compare(int argc, char **argv);
 int cmd_validate(int argc, char **argv);
 int cmd_preflight(int argc, char **argv);
 

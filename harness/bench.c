@@ -3,6 +3,7 @@
 #include "buf.h"
 #include "cjson.h"
 #include "decode_call.h"
+#include "device.h"
 #include "fsutil.h"
 #include "gpucheck.h"
 #include "jread.h"
@@ -299,8 +300,32 @@ int bench_judge(const struct bench_matrix *m, const struct bench_roofline *r, st
   return n;
 }
 
+int bench_case_read_timing(struct bench_case *bc, struct dkb_err *err) {
+  char path[700];
+  if (dkb_path_join(path, sizeof path, bc->bundle_dir, "bundle.json"))
+    return dkb_err_set(err, DKB_INTERNAL, bc->bundle_dir, "", "bundle path too long");
+  json_t *doc = jr_load_file(path, err);
+  if (!doc) return -1;
+  struct jr r = {path, err, DKB_INPUT};
+  static const char *const ptr = "/measurement/timing/summary";
+  const json_t *sum = jr_resolve(doc, ptr);
+  long long n = 0;
+  double rs = 0;
+  int rc = -1;
+  if (!json_is_object(sum)) jr_fail(&r, ptr, NULL, "missing: the case was timed, so its bundle must hold the summary");
+  else if (!jr_int(&r, sum, ptr, "count", 1, 1, (long long)1 << 40, &n) && !jr_num(&r, sum, ptr, "rel_stdev", 1, 0, 1e9, &rs)) {
+    bc->samples = n;
+    bc->rel_stdev = rs;
+    rc = 0;
+  }
+  json_decref(doc);
+  return rc;
+}
+
 static json_t *case_json(const struct bench_case *bc) {
-  return json_pack("{s:s,s:s,s:s,s:i,s:i,s:i,s:i,s:i,s:s,s:f,s:b,s:i,s:s,s:f,s:f,s:f,s:f,s:f,s:f,s:f,s:f,s:i,s:{s:I,s:I,s:I},s:s,s:o}",
+  json_t *spread = json_pack("{s:o,s:I}", "rel_stdev", bc->samples ? json_real(bc->rel_stdev) : json_null(), "samples",
+                             (json_int_t)bc->samples);
+  json_t *c = json_pack("{s:s,s:s,s:s,s:i,s:i,s:i,s:i,s:i,s:s,s:f,s:b,s:i,s:s,s:f,s:f,s:f,s:f,s:f,s:f,s:f,s:f,s:i,s:{s:I,s:I,s:I},s:s,s:o}",
                    "name", bc->name, "fixture", bc->fixture, "layout", bc->layout, "B", bc->B, "S_q", bc->C, "H_q",
                    bc->H_q, "H_kv", bc->H_kv, "d", bc->d, "dtype", bc->dtype, "mean_kv_len", bc->mean_len, "ran",
                    bc->ran, "level", bc->level, "terminal", bc->terminal, "median_us", bc->median_us, "io_bytes",
@@ -309,6 +334,9 @@ static json_t *case_json(const struct bench_case *bc) {
                    bc->visible_frac, "splits", bc->splits, "tiles", "SKIP", (json_int_t)bc->tiles[0], "FULL",
                    (json_int_t)bc->tiles[1], "PARTIAL", (json_int_t)bc->tiles[2], "bundle", bc->bundle_dir,
                    "forced_splits", bc->forced_splits ? json_integer(bc->forced_splits) : json_null());
+  json_object_update(c, spread);
+  json_decref(spread);
+  return c;
 }
 
 /* Roofline fraction against mean context length (log2 axis), one series per layout. */
@@ -361,7 +389,7 @@ static void svg(const struct bench_matrix *m, struct dkb_buf *o) {
 }
 
 int bench_write(const char *dir, const struct bench_matrix *m, const struct bench_roofline *r, const struct bench_verdict *v,
-                int nv, int argc, char **argv, struct dkb_err *err) {
+                int nv, const struct dkb_device_info *dev, int argc, char **argv, struct dkb_err *err) {
   char path[4200];
   struct dkb_buf b;
   dkb_buf_init(&b);
@@ -380,6 +408,7 @@ int bench_write(const char *dir, const struct bench_matrix *m, const struct benc
                                              "want", v[i].want, "got", isfinite(v[i].got) ? json_real(v[i].got) : json_null(),
                                              "verdict", bench_verdict_name(v[i].state)));
   json_object_set_new(doc, "targets", targets);
+  if (dev) json_object_set_new(doc, "device", dkb_device_json(dev));
   const struct bench_floor *fp = &r->floor[0], *fg = &r->floor[1];
   json_object_set_new(doc, "launch_floor",
                       json_pack("{s:b,s:s,s:f,s:I,s:s,s:s,s:{s:b,s:f,s:I,s:s}}", "measured", fp->measured, "kernel",

@@ -22,6 +22,8 @@ struct bench_case {
   int ran, level;
   char terminal[64];
   double median_us, io_bytes, kv_bytes, visible_kv_bytes;
+  double rel_stdev;      /* the timing samples' stdev / mean (the bundle's summary); with samples */
+  long long samples;     /* raw samples behind median_us; 0 when the case was not timed */
   double tbps, frac, visible_tbps, visible_frac;
   int splits;
   long long tiles[3];
@@ -85,9 +87,14 @@ int bench_best_forced(const struct bench_matrix *m, int i, int *forced, int *all
 int bench_judge(const struct bench_matrix *m, const struct bench_roofline *r, struct bench_verdict *v, int cap);
 const char *bench_verdict_name(enum bench_verdict_state s);
 
-/* Writes DIR/bench.json (dkb.bench/v1, with the verdicts), DIR/bench.csv and DIR/roofline-fraction.svg
- * atomically. */
+/* The spread of a timed case (rel_stdev, samples) from its bundle's /measurement/timing/summary: the
+ * bundle is the record, and a comparison of two runs needs each median's noise. */
+int bench_case_read_timing(struct bench_case *bc, struct dkb_err *err);
+
+/* Writes DIR/bench.json (dkb.bench/v1, with the verdicts and the device, when dev is not NULL),
+ * DIR/bench.csv and DIR/roofline-fraction.svg atomically. */
+struct dkb_device_info;
 int bench_write(const char *dir, const struct bench_matrix *m, const struct bench_roofline *r, const struct bench_verdict *v,
-                int nv, int argc, char **argv, struct dkb_err *err);
+                int nv, const struct dkb_device_info *dev, int argc, char **argv, struct dkb_err *err);
 
 #endif

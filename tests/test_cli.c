@@ -43,7 +43,7 @@ static void help_works_three_ways(void **s) {
   assert_string_equal(a.out, b.out);
   assert_string_equal(a.out, c.out);
   assert_non_null(strstr(a.out, "usage: dkb oracle FIXTURE... [--json]\n"));
-  assert_non_null(strstr(a.out, "  3  malformed input (fixture or bundle)\n"));
+  assert_non_null(strstr(a.out, "  3  malformed input (fixture, bundle or bench result)\n"));
   run_result_release(&a);
   run_result_release(&b);
   run_result_release(&c);

@@ -310,6 +310,15 @@ static void bench_writes_table_csv_json_and_svg(void **s) {
   char why[256];
   assert_string_equal(r.out, have_gpu(why, sizeof why) ? "dkb_empty_v1 True True True True\n" : "dkb_empty_v1 False True False True\n");
   run_result_release(&r);
+  /* each case's spread (from its bundle) and the device, for `dkb compare`: a timed case has its samples'
+   * count and relative stdev, an untimed one 0 and null */
+  run_sh(&r, "/usr/bin/python3 -c 'import json, sys; b = json.load(open(sys.argv[1])); "
+             "t = [c[\"samples\"] >= 20 and c[\"rel_stdev\"] >= 0 for c in b[\"cases\"] if c[\"median_us\"] > 0]; "
+             "u = [c[\"samples\"] == 0 and c[\"rel_stdev\"] is None for c in b[\"cases\"] if c[\"median_us\"] == 0]; "
+             "print(b[\"device\"][\"status\"], len(t), all(t), len(u), all(u))' %s/bench/bench.json", tmp_dir());
+  if (r.rc) fail_msg("%s%s", r.out, r.err);
+  assert_string_equal(r.out, have_gpu(why, sizeof why) ? "available 2 True 0 True\n" : "unavailable 0 True 2 True\n");
+  run_result_release(&r);
   run_sh(&r, "build/dkb bench --matrix fixtures/bench/matrix.json fixtures/decode/dk128-dv64.json");
   assert_int_equal(r.rc, 2);
   run_result_release(&r);
@@ -388,7 +397,7 @@ static void bench_chart_plots_masked_calls_at_their_visible_fraction(void **s) {
   struct dkb_err e;
   assert_int_equal(dkb_mkdirs(dir, &e), 0);
   char *argv[] = {"dkb", "bench", NULL};
-  assert_int_equal(bench_write(dir, &m, &r, NULL, 0, 2, argv, &e), 0);
+  assert_int_equal(bench_write(dir, &m, &r, NULL, 0, NULL, 2, argv, &e), 0);
   struct run_result rr;
   run_sh(&rr, "cat %s/roofline-fraction.svg", dir);
   assert_non_null(strstr(rr.out, "<title>window: visible 0.483</title>"));

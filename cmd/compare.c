@@ -1,0 +1,101 @@
+/* compare.c - `dkb compare`: two `dkb bench` results case by case (harness/bench_diff.h); exit 1 when a
+ * case got slower beyond its noise, so CI can gate on regressions as it gates on levels. */
+#include <getopt.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cmd.h"
+#include "harness/bench_diff.h"
+
+static int parse_pct(const char *opt, const char *v, double lo, double *out) {
+  char *end;
+  const double x = strtod(v, &end);
+  if (*end || !(x >= lo && x <= 100)) return cmd_usage_error("compare", "%s must be a percentage in [%g, 100] (got '%s')", opt, lo, v);
+  *out = x;
+  return 0;
+}
+
+static void describe(const char *role, const struct bench_run *r) {
+  printf("%-5s %s: commit %.12s, %s, roofline ", role, r->path, r->commit, r->created);
+  if (r->roofline_measured) printf("%.3f TB/s", r->roofline_tbps);
+  else printf("not measured");
+  if (r->uuid) printf(", %s (%s)\n", r->device, r->uuid);
+  else printf(", device not recorded\n");
+}
+
+static void cell(double x, const char *fmt, int width) {
+  if (isfinite(x)) printf(fmt, width, x);
+  else printf("%*s", width, "-");
+}
+
+/* usage: dkb compare BASE_BENCH_JSON NEW_BENCH_JSON [--noise PCT] [--min-noise PCT] */
+int cmd_compare(int argc, char **argv) {
+  static const struct option opts[] = {{"noise", required_argument, NULL, 'n'}, {"min-noise", required_argument, NULL, 'm'},
+                                       {NULL, 0, NULL, 0}};
+  struct bench_diff_opts o = {0.5, 0};
+  int c;
+  while ((c = cmd_getopt(argc, argv, opts, "compare")) != -1) {
+    if (c == '?') return DKB_USAGE;
+    if (c == 'n' && parse_pct("--noise", cmd_optarg, 0.001, &o.noise_pct)) return DKB_USAGE;
+    if (c == 'm' && parse_pct("--min-noise", cmd_optarg, 0, &o.min_noise_pct)) return DKB_USAGE;
+  }
+  if (argc - cmd_optind != 2) return cmd_usage_error("compare", "give two bench.json files: the base run, then the new one");
+  struct dkb_err err;
+  dkb_err_clear(&err);
+  struct bench_run a, b;
+  if (bench_run_load(argv[cmd_optind], &a, &err)) return cmd_report_err(&err);
+  if (bench_run_load(argv[cmd_optind + 1], &b, &err)) {
+    bench_run_release(&a);
+    return cmd_report_err(&err);
+  }
+  describe("base", &a);
+  describe("new", &b);
+  if (a.roofline_measured && b.roofline_measured)
+    printf("roofline: new / base - 1 = %+.1f %%\n", 100 * (b.roofline_tbps / a.roofline_tbps - 1));
+  if (!a.uuid || !b.uuid)
+    printf("device: not recorded by both runs; a time change may be the machine's, not the kernel's\n");
+  else if (strcmp(a.uuid, b.uuid))
+    printf("device: two different GPUs; a time change may be the machine's, not the kernel's (compare the fractions)\n");
+  else printf("device: the same GPU\n");
+  if (o.noise_pct > 0) printf("change = new median / base median - 1; noise = %.2f %% for every case (--noise)\n", o.noise_pct);
+  else
+    printf("change = new median / base median - 1; noise = relative stdev of base + new samples, at least %.2f %%\n",
+           o.min_noise_pct);
+  printf("%-36s %10s %10s %8s %7s %-10s %9s %9s\n", "case", "base_us", "new_us", "change", "noise", "verdict", "base_frac",
+         "new_frac");
+  struct bench_delta *d;
+  const int n = bench_diff(&a, &b, &o, &d);
+  int count[CHANGE_ONLY_NEW + 1] = {0};
+  for (int i = 0; i < n; i++) {
+    const struct bench_run_case *x = d[i].base >= 0 ? &a.cases[d[i].base] : NULL, *y = d[i].cand >= 0 ? &b.cases[d[i].cand] : NULL;
+    printf("%-36s ", x ? x->name : y->name);
+    cell(x ? x->median_us : NAN, "%*.2f", 10);
+    printf(" ");
+    cell(y ? y->median_us : NAN, "%*.2f", 10);
+    printf(" ");
+    cell(d[i].pct, "%+*.1f%%", 7);
+    printf(" ");
+    cell(d[i].band, "%*.1f%%", 6);
+    printf(" %-10s ", bench_change_name(d[i].change));
+    cell(x ? x->frac : NAN, "%*.3f", 9);
+    printf(" ");
+    cell(y ? y->frac : NAN, "%*.3f", 9);
+    printf("\n");
+    count[d[i].change]++;
+  }
+  printf("compare: %d cases: %d same, %d faster, %d slower, %d unknown (no recorded noise: --noise PCT), %d unmeasured "
+         "(below level 6), %d in one run only\n",
+         n, count[CHANGE_SAME], count[CHANGE_FASTER], count[CHANGE_SLOWER], count[CHANGE_UNKNOWN], count[CHANGE_UNMEASURED],
+         count[CHANGE_ONLY_BASE] + count[CHANGE_ONLY_NEW]);
+  fflush(stdout);
+  free(d);
+  bench_run_release(&a);
+  bench_run_release(&b);
+  if (count[CHANGE_SLOWER]) {
+    fprintf(stderr, "dkb: error: %d case%s slower beyond the noise\n", count[CHANGE_SLOWER], count[CHANGE_SLOWER] > 1 ? "s" : "");
+    return DKB_FAIL;
+  }
+  return DKB_OK;
+}

@@ -1,0 +1,127 @@
+/* bench_diff.c - two bench runs, case by case (see bench_diff.h). */
+#include "bench_diff.h"
+#include "jread.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+void bench_run_release(struct bench_run *r) {
+  json_decref(r->doc);
+  free(r->cases);
+  memset(r, 0, sizeof *r);
+}
+
+/* The run's device, when it recorded one: {"status": "available", "device": {"name", "uuid", ...}}. */
+static int load_device(struct jr *j, struct bench_run *r) {
+  const json_t *d = json_object_get(r->doc, "device");
+  if (!d) return 0;
+  const char *status = NULL;
+  if (jr_str(j, d, "/device", "status", 1, &status)) return -1;
+  if (strcmp(status, "available")) return 0;
+  const json_t *dev = jr_get(j, d, "/device", "device", 1, JSON_OBJECT);
+  if (!dev) return -1;
+  return jr_str(j, dev, "/device/device", "name", 1, &r->device) || jr_str(j, dev, "/device/device", "uuid", 1, &r->uuid);
+}
+
+static int load_case(struct jr *j, const json_t *c, const char *p, struct bench_run_case *bc) {
+  long long level = 0;
+  if (jr_str(j, c, p, "name", 1, &bc->name) || jr_int(j, c, p, "level", 1, 0, 6, &level) ||
+      jr_num(j, c, p, "median_us", 1, 0, 1e12, &bc->median_us))
+    return -1;
+  bc->level = (int)level;
+  bc->rel_stdev = NAN;
+  const json_t *rs = json_object_get(c, "rel_stdev");
+  if (rs && !json_is_null(rs) && jr_num(j, c, p, "rel_stdev", 1, 0, 1e9, &bc->rel_stdev)) return -1;
+  bc->frac = NAN;  /* over the visible bytes: a masked call's whole-cache fraction counts skipped bytes */
+  const char *fk = json_object_get(c, "visible_roofline_fraction") ? "visible_roofline_fraction" : "roofline_fraction";
+  if (json_object_get(c, fk) && jr_num(j, c, p, fk, 1, 0, 1e9, &bc->frac)) return -1;
+  return 0;
+}
+
+int bench_run_load(const char *path, struct bench_run *r, struct dkb_err *err) {
+  memset(r, 0, sizeof *r);
+  r->doc = jr_load_file(path, err);
+  if (!r->doc) return -1;
+  r->path = path;
+  struct jr j = {path, err, DKB_INPUT};
+  const char *schema = NULL;
+  if (jr_str(&j, r->doc, "", "schema", 1, &schema)) goto fail;
+  if (strcmp(schema, "dkb.bench/v1")) {
+    jr_fail(&j, "", "schema", "must be \"dkb.bench/v1\" (got \"%s\"): not a dkb bench result", schema);
+    goto fail;
+  }
+  const json_t *meta = jr_get(&j, r->doc, "", "meta", 1, JSON_OBJECT);
+  const json_t *roof = meta ? jr_get(&j, r->doc, "", "roofline", 1, JSON_OBJECT) : NULL;
+  if (!roof || jr_str(&j, meta, "/meta", "commit", 1, &r->commit) || jr_str(&j, meta, "/meta", "created", 1, &r->created) ||
+      jr_bool(&j, roof, "/roofline", "measured", 1, &r->roofline_measured) ||
+      jr_num(&j, roof, "/roofline", "tbps", 1, 0, 1e9, &r->roofline_tbps) || load_device(&j, r))
+    goto fail;
+  const json_t *cases = jr_get(&j, r->doc, "", "cases", 1, JSON_ARRAY);
+  if (!cases) goto fail;
+  r->n = (int)json_array_size(cases);
+  r->cases = calloc((size_t)r->n + 1, sizeof *r->cases);
+  for (int i = 0; i < r->n; i++) {
+    char p[DKB_PTR_MAX];
+    jr_ptr_idx(p, "/cases", (size_t)i);
+    if (load_case(&j, json_array_get(cases, (size_t)i), p, &r->cases[i])) goto fail;
+    for (int k = 0; k < i; k++)  /* cases are matched by name */
+      if (!strcmp(r->cases[k].name, r->cases[i].name)) {
+        jr_fail(&j, p, "name", "'%s' is also case %d: names must be unique", r->cases[i].name, k);
+        goto fail;
+      }
+  }
+  return 0;
+fail:
+  bench_run_release(r);
+  return -1;
+}
+
+const char *bench_change_name(enum bench_change c) {
+  static const char *const names[] = {"same", "faster", "slower", "unknown", "unmeasured", "only_base", "only_new"};
+  return names[c];
+}
+
+static int find(const struct bench_run *r, const char *name) {
+  for (int i = 0; i < r->n; i++)
+    if (!strcmp(r->cases[i].name, name)) return i;
+  return -1;
+}
+
+static int measured(const struct bench_run_case *c) { return c->level == 6 && c->median_us > 0; }
+
+static void judge(const struct bench_run_case *a, const struct bench_run_case *b, const struct bench_diff_opts *o,
+                  struct bench_delta *d) {
+  d->pct = d->band = NAN;
+  if (!measured(a) || !measured(b)) {
+    d->change = CHANGE_UNMEASURED;
+    return;
+  }
+  d->pct = 100 * (b->median_us / a->median_us - 1);
+  if (o->noise_pct > 0) d->band = o->noise_pct;
+  else if (isfinite(a->rel_stdev) && isfinite(b->rel_stdev)) d->band = fmax(o->min_noise_pct, 100 * (a->rel_stdev + b->rel_stdev));
+  if (!isfinite(d->band)) d->change = CHANGE_UNKNOWN;
+  else if (fabs(d->pct) <= d->band) d->change = CHANGE_SAME;
+  else d->change = d->pct < 0 ? CHANGE_FASTER : CHANGE_SLOWER;
+}
+
+int bench_diff(const struct bench_run *base, const struct bench_run *cand, const struct bench_diff_opts *o,
+               struct bench_delta **out) {
+  struct bench_delta *d = calloc((size_t)(base->n + cand->n) + 1, sizeof *d);
+  int n = 0;
+  for (int i = 0; i < base->n; i++) {
+    struct bench_delta *x = &d[n++];
+    x->base = i;
+    x->cand = find(cand, base->cases[i].name);
+    if (x->cand < 0) {
+      x->pct = x->band = NAN;
+      x->change = CHANGE_ONLY_BASE;
+    } else {
+      judge(&base->cases[i], &cand->cases[x->cand], o, x);
+    }
+  }
+  for (int k = 0; k < cand->n; k++)
+    if (find(base, cand->cases[k].name) < 0) d[n++] = (struct bench_delta){-1, k, NAN, NAN, CHANGE_ONLY_NEW};
+  *out = d;
+  return n;
+}

@@ -1,0 +1,65 @@
+/* bench_diff.h - `dkb compare`: two `dkb bench` runs (dkb.bench/v1), case by case.
+ * A case's median changed when the difference exceeds the noise of the two measurements: the sum of
+ * their relative standard deviations (the samples' stdev / mean, as nvbench_compare reads a run's
+ * noise), and never less than a floor. The sum, not nvbench's smaller one: on the H200 the median of
+ * one call timed in repeated processes on one machine moved by up to its run's own relative stdev
+ * (B1 T131072: 25.06-25.66 us at 1.4-1.9 %), so a smaller band calls same kernels different. Runs
+ * recorded before bench.json carried rel_stdev have no noise: their changes are "unknown" unless the
+ * caller fixes one. Only level-6 medians are compared, as bench judges targets. */
+#ifndef DKB_BENCH_DIFF_H
+#define DKB_BENCH_DIFF_H
+
+#include <jansson.h>
+
+#include "err.h"
+
+struct bench_run_case {
+  const char *name;  /* points into the run's document */
+  int level;
+  double median_us, rel_stdev;  /* rel_stdev NAN when the run did not record it */
+  double frac;                  /* roofline fraction over the visible bytes (all of them unless masked) */
+};
+
+struct bench_run {
+  json_t *doc;  /* owned */
+  const char *path, *commit, *created;
+  const char *device, *uuid;  /* NULL when the run did not record its device */
+  int roofline_measured;
+  double roofline_tbps;
+  struct bench_run_case *cases;
+  int n;
+};
+
+/* Reads a dkb.bench/v1 document; errors name the file, the JSON Pointer and the reason (DKB_INPUT). */
+int bench_run_load(const char *path, struct bench_run *r, struct dkb_err *err);
+void bench_run_release(struct bench_run *r);
+
+enum bench_change {
+  CHANGE_SAME,        /* within the noise */
+  CHANGE_FASTER,
+  CHANGE_SLOWER,
+  CHANGE_UNKNOWN,     /* no noise recorded (and none given) */
+  CHANGE_UNMEASURED,  /* a side below level 6, or without a median */
+  CHANGE_ONLY_BASE,
+  CHANGE_ONLY_NEW,
+};
+const char *bench_change_name(enum bench_change c);
+
+struct bench_delta {
+  int base, cand;       /* case indexes, -1 when absent from that run */
+  double pct;           /* (new / base - 1) * 100, NAN when not compared */
+  double band;          /* the noise band in %, NAN when unknown */
+  enum bench_change change;
+};
+
+struct bench_diff_opts {
+  double min_noise_pct;  /* floor of the band (default 0.5) */
+  double noise_pct;      /* > 0: this band for every case instead of the recorded noise */
+};
+
+/* One delta per case of either run: the base's cases in order, then the new run's unmatched ones.
+ * *out is malloc'ed (caller frees); returns the count. */
+int bench_diff(const struct bench_run *base, const struct bench_run *cand, const struct bench_diff_opts *o,
+               struct bench_delta **out);
+
+#endif

@@ -1,0 +1,190 @@
+/* test_compare.c - `dkb compare` on the bench runs captured on the H200 and on copies of them with
+ * medians, noise, levels or devices changed: which changes it calls same, faster or slower, and the exit
+ * code CI gates on. */
+#include "util.h"
+
+#include <stdio.h>
+#include <string.h>
+
+#include "harness/bench.h"
+#include "harness/err.h"
+
+static const char *const RUN = "fixtures/captured/bench/bench.json";
+
+/* A copy of RUN as tmp/NAME with a Python edit applied to `b` (the document); returns its path. */
+static const char *edited(const char *name, const char *edit) {
+  static char path[4][600];
+  static int k;
+  char *p = path[k++ % 4];
+  snprintf(p, sizeof path[0], "%s/%s", tmp_dir(), name);
+  struct run_result r;
+  run_sh(&r, "/usr/bin/python3 -c \"import json; b = json.load(open('%s')); %s; json.dump(b, open('%s', 'w'))\"", RUN, edit, p);
+  if (r.rc) fail_msg("%s: %s%s", edit, r.out, r.err);
+  run_result_release(&r);
+  return p;
+}
+
+/* The verdict line of one case: "name ... verdict ..." */
+static void assert_verdict(const char *out, const char *name, const char *verdict) {
+  char key[200];
+  snprintf(key, sizeof key, "\n%s ", name);
+  const char *l = strstr(out, key);
+  if (!l) fail_msg("no row for %s in\n%s", name, out);
+  const char *end = strchr(l + 1, '\n');
+  char line[400];
+  snprintf(line, sizeof line, "%.*s", (int)(end - l - 1), l + 1);
+  char want[40];
+  snprintf(want, sizeof want, " %s ", verdict);
+  if (!strstr(line, want)) fail_msg("%s: want %s in '%s'", name, verdict, line);
+}
+
+#define NOISE_1PCT "[c.update(rel_stdev=0.005, samples=1000) for c in b['cases']]"
+
+static void compare_calls_a_run_the_same_as_itself(void **s) {
+  (void)s;
+  struct run_result r;
+  run_sh(&r, "build/dkb compare %s %s --noise 0.1", RUN, RUN);
+  if (r.rc) fail_msg("exit %d\n%s%s", r.rc, r.out, r.err);
+  assert_non_null(strstr(r.out, "compare: 44 cases: 44 same, 0 faster, 0 slower, 0 unknown"));
+  assert_non_null(strstr(r.out, "roofline: new / base - 1 = +0.0 %"));
+  run_result_release(&r);
+  /* the captured runs predate rel_stdev: without --noise nothing can be judged, and nothing fails */
+  run_sh(&r, "build/dkb compare fixtures/captured/bench-2/bench.json %s", RUN);
+  if (r.rc) fail_msg("exit %d\n%s%s", r.rc, r.out, r.err);
+  assert_non_null(strstr(r.out, "44 unknown (no recorded noise: --noise PCT)"));
+  assert_non_null(strstr(r.out, "roofline: new / base - 1 = -2.6 %"));
+  assert_non_null(strstr(r.out, "device: not recorded by both runs"));
+  assert_verdict(r.out, "b16-t8192-g4-paged16", "unknown");
+  run_result_release(&r);
+}
+
+/* Noise 0.5 % in each run: a band of 1 %. +5 % is slower (exit 1), -5 % faster, +0.9 % the same. */
+static void compare_flags_a_case_slower_beyond_its_noise(void **s) {
+  (void)s;
+  const char *base = edited("cmp-base.json", NOISE_1PCT);
+  const char *cand = edited("cmp-new.json", NOISE_1PCT "; b['cases'][0]['median_us'] *= 1.05; b['cases'][5]['median_us'] *= 0.95; "
+                                            "b['cases'][23]['median_us'] *= 1.009");
+  struct run_result r;
+  run_sh(&r, "build/dkb compare %s %s", base, cand);
+  if (r.rc != 1) fail_msg("exit %d, want 1\n%s%s", r.rc, r.out, r.err);
+  assert_verdict(r.out, "b16-t8192-g4-contig", "slower");
+  assert_verdict(r.out, "b16-t8192-g4-paged16", "faster");
+  assert_verdict(r.out, "b1-t131072-g8-contig", "same");
+  assert_non_null(strstr(r.out, "b16-t8192-g4-contig                      127.26     133.63    +5.0%    1.0% slower"));
+  assert_non_null(strstr(r.out, "compare: 44 cases: 42 same, 1 faster, 1 slower, 0 unknown"));
+  assert_string_equal(r.err, "dkb: error: 1 case slower beyond the noise\n");
+  run_result_release(&r);
+  /* the same pair with a band wide enough: nothing fails */
+  run_sh(&r, "build/dkb compare %s %s --noise 6", base, cand);
+  if (r.rc) fail_msg("exit %d\n%s%s", r.rc, r.out, r.err);
+  assert_non_null(strstr(r.out, "44 same"));
+  run_result_release(&r);
+}
+
+/* The band never falls below --min-noise (0.5 % by default), however quiet the samples. */
+static void compare_band_has_a_floor(void **s) {
+  (void)s;
+  const char *base = edited("cmp-quiet-base.json", "[c.update(rel_stdev=0.0005, samples=9) for c in b['cases']]");
+  const char *cand = edited("cmp-quiet-new.json", "[c.update(rel_stdev=0.0005, samples=9) for c in b['cases']]; "
+                                                  "b['cases'][0]['median_us'] *= 1.004; b['cases'][1]['median_us'] *= 1.006");
+  struct run_result r;
+  run_sh(&r, "build/dkb compare %s %s", base, cand);
+  if (r.rc != 1) fail_msg("exit %d, want 1\n%s%s", r.rc, r.out, r.err);
+  assert_verdict(r.out, "b16-t8192-g4-contig", "same");
+  assert_verdict(r.out, "b16-t8192-g4-contig/split1", "slower");
+  run_result_release(&r);
+  run_sh(&r, "build/dkb compare %s %s --min-noise 1", base, cand);
+  if (r.rc) fail_msg("exit %d\n%s%s", r.rc, r.out, r.err);
+  assert_verdict(r.out, "b16-t8192-g4-contig/split1", "same");
+  run_result_release(&r);
+}
+
+/* Only level-6 medians are compared; cases of one run only are listed, never judged. */
+static void compare_judges_level_6_cases_present_in_both(void **s) {
+  (void)s;
+  const char *base = edited("cmp-l-base.json", NOISE_1PCT);
+  const char *cand = edited("cmp-l-new.json", NOISE_1PCT "; b['cases'][0].update(level=5, median_us=b['cases'][0]['median_us'] * 2); "
+                                              "b['cases'][1]['name'] = 'renamed'");
+  struct run_result r;
+  run_sh(&r, "build/dkb compare %s %s", base, cand);
+  if (r.rc) fail_msg("exit %d\n%s%s", r.rc, r.out, r.err);
+  assert_verdict(r.out, "b16-t8192-g4-contig", "unmeasured");
+  assert_verdict(r.out, "b16-t8192-g4-contig/split1", "only_base");
+  assert_verdict(r.out, "renamed", "only_new");
+  assert_non_null(strstr(r.out, "compare: 45 cases: 42 same, 0 faster, 0 slower, 0 unknown (no recorded noise: --noise PCT), "
+                                "1 unmeasured (below level 6), 2 in one run only"));
+  run_result_release(&r);
+}
+
+/* Recorded devices are told apart by uuid. */
+static void compare_names_the_devices(void **s) {
+  (void)s;
+  const char *a = edited("cmp-dev-a.json", "b['device'] = {'status': 'available', 'device': {'name': 'NVIDIA H200', 'uuid': 'GPU-a'}}");
+  const char *b = edited("cmp-dev-b.json", "b['device'] = {'status': 'available', 'device': {'name': 'NVIDIA H200', 'uuid': 'GPU-b'}}");
+  struct run_result r;
+  run_sh(&r, "build/dkb compare %s %s --noise 1 && build/dkb compare %s %s --noise 1", a, a, a, b);
+  if (r.rc) fail_msg("exit %d\n%s%s", r.rc, r.out, r.err);
+  assert_non_null(strstr(r.out, "roofline 4.527 TB/s, NVIDIA H200 (GPU-a)\n"));
+  assert_non_null(strstr(r.out, "device: the same GPU\n"));
+  assert_non_null(strstr(r.out, "device: two different GPUs"));
+  run_result_release(&r);
+}
+
+/* Not a bench result, or one with a broken case: exit 3 with the file, the JSON Pointer and the reason.
+ * Wrong arguments: exit 2. */
+static void compare_rejects_bad_input_with_its_pointer(void **s) {
+  (void)s;
+  static const struct { const char *edit, *err; } bad[] = {
+      {"b['schema'] = 'dkb.bundle/v1'", "/schema: must be \"dkb.bench/v1\" (got \"dkb.bundle/v1\"): not a dkb bench result"},
+      {"del b['cases'][3]['median_us']", "/cases/3: missing required key 'median_us'"},
+      {"b['cases'][7]['rel_stdev'] = 'low'", "/cases/7/rel_stdev: must be a number"},
+      {"b['cases'][9]['name'] = b['cases'][2]['name']", "/cases/9/name: 'b16-t8192-g4-contig/split2' is also case 2: names must be unique"},
+      {"b['cases'][1]['level'] = 7", "/cases/1/level: must be"},
+  };
+  struct run_result r;
+  for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+    const char *p = edited("cmp-bad.json", bad[i].edit);
+    run_sh(&r, "build/dkb compare %s %s", RUN, p);
+    if (r.rc != 3) fail_msg("%s: exit %d, want 3\n%s%s", bad[i].edit, r.rc, r.out, r.err);
+    char want[900];
+    snprintf(want, sizeof want, "dkb: error: %s: %s", p, bad[i].err);
+    if (strncmp(r.err, want, strlen(want))) fail_msg("%s: stderr\n%s\nwant it to start with\n%s", bad[i].edit, r.err, want);
+    run_result_release(&r);
+  }
+  run_sh(&r, "build/dkb compare %s", RUN);
+  assert_int_equal(r.rc, 2);
+  run_result_release(&r);
+  run_sh(&r, "build/dkb compare %s %s --noise 0", RUN, RUN);
+  assert_int_equal(r.rc, 2);
+  run_result_release(&r);
+}
+
+/* bench reads each timed case's spread from its bundle (the record), and says which pointer is missing. */
+static void bench_reads_a_cases_spread_from_its_bundle(void **s) {
+  (void)s;
+  struct bench_case bc;
+  memset(&bc, 0, sizeof bc);
+  snprintf(bc.bundle_dir, sizeof bc.bundle_dir, "%s/spread", tmp_dir());
+  struct run_result r;
+  run_sh(&r, "mkdir -p %s && printf '%%s' '{\"measurement\": {\"timing\": {\"summary\": {\"count\": 1234, \"rel_stdev\": 0.0123}}}}' "
+             "> %s/bundle.json",
+         bc.bundle_dir, bc.bundle_dir);
+  assert_int_equal(r.rc, 0);
+  run_result_release(&r);
+  struct dkb_err e;
+  dkb_err_clear(&e);
+  assert_int_equal(bench_case_read_timing(&bc, &e), 0);
+  assert_int_equal(bc.samples, 1234);
+  assert_near(bc.rel_stdev, 0.0123, 0);
+  run_sh(&r, "printf '%%s' '{\"measurement\": {\"timing\": {}}}' > %s/bundle.json", bc.bundle_dir);
+  run_result_release(&r);
+  assert_int_equal(bench_case_read_timing(&bc, &e), -1);
+  assert_int_equal(e.code, DKB_INPUT);
+  assert_string_equal(e.pointer, "/measurement/timing/summary");
+}
+
+DKB_TEST_GROUP(compare, cmocka_unit_test(compare_calls_a_run_the_same_as_itself),
+               cmocka_unit_test(compare_flags_a_case_slower_beyond_its_noise), cmocka_unit_test(compare_band_has_a_floor),
+               cmocka_unit_test(compare_judges_level_6_cases_present_in_both), cmocka_unit_test(compare_names_the_devices),
+               cmocka_unit_test(compare_rejects_bad_input_with_its_pointer),
+               cmocka_unit_test(bench_reads_a_cases_spread_from_its_bundle))
