@@ -86,8 +86,8 @@ int cmd_bench(int argc, char **argv) {
     for (int g = 0; g < 2; g++) snprintf(r.floor[g].reason, sizeof r.floor[g].reason, "%s", r.reason);
   }
   printf("bandwidth = (unique K/V bytes + Q bytes + O bytes) / median time, decimal TB/s; fraction = bandwidth / roofline\n");
-  printf("%-34s %-15s %5s %6s %4s %7s %10s %7s %6s %8s %6s %5s\n", "case", "layout", "B", "T", "g", "split", "median_us",
-         "TB/s", "frac", "vis_TB/s", "vfrac", "level");
+  printf("%-34s %-15s %5s %6s %4s %7s %10s %6s %7s %6s %8s %6s %5s\n", "case", "layout", "B", "T", "g", "split", "median_us",
+         "noise", "TB/s", "frac", "vis_TB/s", "vfrac", "level");
   int rc = DKB_OK;
   for (int i = 0; i < m.n; i++) {
     struct bench_case *bc = &m.cases[i];
@@ -136,8 +136,10 @@ int cmd_bench(int argc, char **argv) {
       }
     }
     if (res.correctness == 0) rc = DKB_FAIL;
-    printf("%-34s %-15s %5d %6.0f %4d %7d %10.2f %7.3f %6.3f %8.3f %6.3f %5d\n", bc->name, bc->layout, bc->B, bc->mean_len,
-           bc->H_q / bc->H_kv, bc->splits, bc->median_us, bc->tbps, bc->frac, bc->visible_tbps, bc->visible_frac, bc->level);
+    char noise[16] = "-";  /* the samples' relative stdev: how far to trust the median */
+    if (bc->samples) snprintf(noise, sizeof noise, "%.2f%%", 100 * bc->rel_stdev);
+    printf("%-34s %-15s %5d %6.0f %4d %7d %10.2f %6s %7.3f %6.3f %8.3f %6.3f %5d\n", bc->name, bc->layout, bc->B, bc->mean_len,
+           bc->H_q / bc->H_kv, bc->splits, bc->median_us, noise, bc->tbps, bc->frac, bc->visible_tbps, bc->visible_frac, bc->level);
     fflush(stdout);
     run_result_release(&res);
     decode_call_release(&call);

@@ -423,12 +423,14 @@ int bench_write(const char *dir, const struct bench_matrix *m, const struct benc
   dkb_buf_addc(&b, '\n');
   if (dkb_path_join(path, sizeof path, dir, "bench.json") || dkb_write_atomic(path, b.p, b.n, err)) goto cleanup;
   dkb_buf_release(&b);
-  dkb_buf_adds(&b, "name,layout,B,S_q,H_q,H_kv,d,dtype,mean_kv_len,splits,median_us,io_bytes,tbps,roofline_fraction,visible_tbps,visible_roofline_fraction,tiles_skip,tiles_full,tiles_partial,level\n");
+  dkb_buf_adds(&b, "name,layout,B,S_q,H_q,H_kv,d,dtype,mean_kv_len,splits,median_us,io_bytes,tbps,roofline_fraction,visible_tbps,visible_roofline_fraction,tiles_skip,tiles_full,tiles_partial,level,rel_stdev,samples\n");
   for (int i = 0; i < m->n; i++) {
     const struct bench_case *bc = &m->cases[i];
-    dkb_buf_addf(&b, "%s,%s,%d,%d,%d,%d,%d,%s,%.1f,%d,%.3f,%.0f,%.4f,%.4f,%.4f,%.4f,%lld,%lld,%lld,%d\n", bc->name, bc->layout, bc->B,
-                 bc->C, bc->H_q, bc->H_kv, bc->d, bc->dtype, bc->mean_len, bc->splits, bc->median_us, bc->io_bytes, bc->tbps,
-                 bc->frac, bc->visible_tbps, bc->visible_frac, bc->tiles[0], bc->tiles[1], bc->tiles[2], bc->level);
+    char rs[32] = "";  /* empty when not timed */
+    if (bc->samples) snprintf(rs, sizeof rs, "%.5f", bc->rel_stdev);
+    dkb_buf_addf(&b, "%s,%s,%d,%d,%d,%d,%d,%s,%.1f,%d,%.3f,%.0f,%.4f,%.4f,%.4f,%.4f,%lld,%lld,%lld,%d,%s,%lld\n", bc->name, bc->layout,
+                 bc->B, bc->C, bc->H_q, bc->H_kv, bc->d, bc->dtype, bc->mean_len, bc->splits, bc->median_us, bc->io_bytes, bc->tbps,
+                 bc->frac, bc->visible_tbps, bc->visible_frac, bc->tiles[0], bc->tiles[1], bc->tiles[2], bc->level, rs, bc->samples);
   }
   if (dkb_path_join(path, sizeof path, dir, "bench.csv") || dkb_write_atomic(path, b.p, b.n, err)) goto cleanup;
   dkb_buf_release(&b);

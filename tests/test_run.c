@@ -299,6 +299,8 @@ static void bench_writes_table_csv_json_and_svg(void **s) {
   if (r.rc) fail_msg("%s%s", r.out, r.err);
   assert_non_null(strstr(r.out, "bandwidth = (unique K/V bytes + Q bytes + O bytes) / median time"));
   assert_non_null(strstr(r.out, "name,layout,B,S_q,H_q,H_kv,d,dtype,mean_kv_len,splits,median_us"));
+  assert_non_null(strstr(r.out, ",tiles_partial,level,rel_stdev,samples\n"));
+  assert_non_null(strstr(r.out, " median_us  noise    TB/s "));
   run_result_release(&r);
   /* the launch floors (plain launches and graph replay) are recorded beside the roofline; without a GPU,
    * each with its reason */
