@@ -323,8 +323,6 @@ int bench_case_read_timing(struct bench_case *bc, struct dkb_err *err) {
 }
 
 static json_t *case_json(const struct bench_case *bc) {
-  json_t *spread = json_pack("{s:o,s:I}", "rel_stdev", bc->samples ? json_real(bc->rel_stdev) : json_null(), "samples",
-                             (json_int_t)bc->samples);
   json_t *c = json_pack("{s:s,s:s,s:s,s:i,s:i,s:i,s:i,s:i,s:s,s:f,s:b,s:i,s:s,s:f,s:f,s:f,s:f,s:f,s:f,s:f,s:f,s:i,s:{s:I,s:I,s:I},s:s,s:o}",
                    "name", bc->name, "fixture", bc->fixture, "layout", bc->layout, "B", bc->B, "S_q", bc->C, "H_q",
                    bc->H_q, "H_kv", bc->H_kv, "d", bc->d, "dtype", bc->dtype, "mean_kv_len", bc->mean_len, "ran",
@@ -334,8 +332,8 @@ static json_t *case_json(const struct bench_case *bc) {
                    bc->visible_frac, "splits", bc->splits, "tiles", "SKIP", (json_int_t)bc->tiles[0], "FULL",
                    (json_int_t)bc->tiles[1], "PARTIAL", (json_int_t)bc->tiles[2], "bundle", bc->bundle_dir,
                    "forced_splits", bc->forced_splits ? json_integer(bc->forced_splits) : json_null());
-  json_object_update(c, spread);
-  json_decref(spread);
+  json_object_set_new(c, "rel_stdev", bc->samples ? json_real(bc->rel_stdev) : json_null());  /* null: not timed */
+  json_object_set_new(c, "samples", json_integer(bc->samples));
   return c;
 }
 
