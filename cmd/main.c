@@ -91,7 +91,7 @@ static const struct command COMMANDS[] = {
      "  --require-targets  fail when a target is missed (exit 1) or cannot be measured here (exit 4)\n\n"
      "Exit 0, 1 when a case fails correctness (or, with --require-targets, misses a target), 3 on a\n"
      "malformed matrix or fixture, 4 when --require-targets meets a target this host cannot measure.\n"},
-    {"compare", cmd_compare, "dkb compare BASE_BENCH_JSON NEW_BENCH_JSON [--noise PCT] [--min-noise PCT]",
+    {"compare", cmd_compare, "dkb compare BASE_BENCH_JSON NEW_BENCH_JSON [--noise PCT] [--min-noise PCT] [--json]",
      "compare two bench runs case by case (the regression gate)",
      "Matches the cases of two `dkb bench` results (bench.json, schema dkb.bench/v1) by name and prints\n"
      "each median, the change (new / base - 1), the noise band and a verdict: same (within the band),\n"
@@ -100,7 +100,8 @@ static const struct command COMMANDS[] = {
      "relative standard deviations of the samples, at least --min-noise. Both runs' commits, rooflines\n"
      "and devices are printed: a change between two machines may be the machines', not the kernels'.\n\n"
      "  --noise PCT       one band for every case instead of the recorded noise (runs without rel_stdev)\n"
-     "  --min-noise PCT   the least band (default 0.5)\n\n"
+     "  --min-noise PCT   the least band (default 0.5)\n"
+     "  --json            print one JSON report (schema dkb.compare-report/v1) instead of the table\n\n"
      "Exit 0 when no case is slower beyond its band, 1 when one is, 3 when a file is not a bench result.\n"},
     {"validate", cmd_validate,
      "dkb validate BUNDLE... [--require-level N] [--json] [--source-root DIR] [--allow-synthetic] [--list-reasons]",

@@ -190,7 +190,23 @@ static void bench_reads_a_cases_spread_from_its_bundle(void **s) {
   assert_string_equal(e.pointer, "/measurement/timing/summary");
 }
 
-DKB_TEST_GROUP(compare, cmocka_unit_test(compare_calls_a_run_the_same_as_itself),
+/* --json: the same verdicts as the table, in a report valid against schemas/compare-report.schema.json. */
+static void compare_json_report_is_schema_valid(void **s) {
+  (void)s;
+  const char *cand = edited("cmp-json-new.json", NOISE_1PCT "; b['cases'][0]['median_us'] *= 1.05");
+  const char *base = edited("cmp-json-base.json", NOISE_1PCT);
+  struct run_result r;
+  run_sh(&r, "build/dkb compare %s %s --json > %s/cr.json; echo rc=$?; /usr/bin/python3 tests/schema_check.py "
+             "schemas/compare-report.schema.json %s/cr.json && /usr/bin/python3 -c \"import json; r = json.load(open('%s/cr.json')); "
+             "c = r['cases'][0]; print(c['name'], c['verdict'], round(c['change_pct'], 3), c['noise_pct'], r['verdicts']['slower'], "
+             "r['verdicts']['same'], r['noise'], r['same_device'], r['roofline_change_pct'])\"",
+         base, cand, tmp_dir(), tmp_dir(), tmp_dir());
+  if (strncmp(r.out, "rc=1\n", 5)) fail_msg("%s%s", r.out, r.err);
+  assert_string_equal(r.out + 5, "b16-t8192-g4-contig slower 5.0 1.0 1 43 {'fixed_pct': None, 'min_pct': 0.5} None 0.0\n");
+  run_result_release(&r);
+}
+
+DKB_TEST_GROUP(compare, cmocka_unit_test(compare_json_report_is_schema_valid), cmocka_unit_test(compare_calls_a_run_the_same_as_itself),
                cmocka_unit_test(compare_flags_a_case_slower_beyond_its_noise), cmocka_unit_test(compare_band_has_a_floor),
                cmocka_unit_test(compare_judges_level_6_cases_present_in_both), cmocka_unit_test(compare_names_the_devices),
                cmocka_unit_test(compare_rejects_bad_input_with_its_pointer),
