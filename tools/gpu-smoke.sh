@@ -2,8 +2,9 @@
 # The GPU check of the kernels and the capture path, for a machine with an NVIDIA GPU and a built dkb:
 # preflight, the SASS check of the async copies (tools/sass-check.py), the capture module's GPU tests,
 # every decode fixture through `dkb run` (correctness against the float64 oracle, a short timing pass),
-# compute-sanitizer memcheck and racecheck on small cases, and optionally the bench matrix. Everything
-# lands in $OUT (default /tmp/dkb-gpu): summary.txt plus one tarball of the bundles and logs.
+# compute-sanitizer memcheck and racecheck on small cases, and optionally the bench matrix (compared with
+# the committed run fixtures/captured/bench-3). Everything lands in $OUT (default /tmp/dkb-gpu):
+# summary.txt plus one tarball of the bundles and logs.
 # usage: tools/gpu-smoke.sh [--bench] [--sanitize] [--no-fixtures] [FIXTURE...]
 OUT=${OUT:-/tmp/dkb-gpu}
 W="$OUT/work"
@@ -52,6 +53,9 @@ if [ "$BENCH" = 1 ]; then
   build/dkb bench --matrix fixtures/bench/matrix.json -o "$W/bench" ${BENCH_ARGS:-} > "$W/bench.log" 2>&1
   echo "bench rc=$?" >> "$S"
   cat "$W/bench.log" >> "$S"
+  # against the committed run that recorded each case's noise (another machine: read its warnings)
+  echo "== compare with fixtures/captured/bench-3" >> "$S"
+  build/dkb compare fixtures/captured/bench-3/bench.json "$W/bench/bench.json" >> "$S" 2>&1; echo "compare rc=$?" >> "$S"
   cp "$W/bench/bench.csv" "$W/bench/bench.json" "$W/bench/roofline-fraction.svg" "$OUT/" 2>/dev/null
 fi
 tar czf "$OUT/work.tgz" -C "$OUT" work 2>/dev/null && rm -rf "$W"
