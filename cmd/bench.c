@@ -123,7 +123,7 @@ int cmd_bench(int argc, char **argv) {
     bc->visible_kv_bytes = res.visible_kv_bytes;
     bc->splits = res.splits;
     memcpy(bc->tiles, res.tiles, sizeof bc->tiles);
-    if (res.median_us > 0 && bench_case_read_timing(bc, &err)) {
+    if (bench_case_read_bundle(bc, res.median_us > 0, &err)) {
       fprintf(stderr, "dkb: error: %s: %s\n", bc->name, err.msg);
       rc = DKB_INTERNAL;
     }

@@ -96,9 +96,9 @@ static void print_table(const struct bench_run *a, const struct bench_run *b, co
     printf("\n");
   }
   printf("compare: %d cases: %d same, %d faster, %d slower, %d unknown (no recorded noise: --noise PCT), %d unmeasured "
-         "(below level 6), %d in one run only\n",
+         "(below level 6), %d other call (same name, different call key), %d in one run only\n",
          n, count[CHANGE_SAME], count[CHANGE_FASTER], count[CHANGE_SLOWER], count[CHANGE_UNKNOWN], count[CHANGE_UNMEASURED],
-         count[CHANGE_ONLY_BASE] + count[CHANGE_ONLY_NEW]);
+         count[CHANGE_OTHER_CALL], count[CHANGE_ONLY_BASE] + count[CHANGE_ONLY_NEW]);
   fflush(stdout);
 }
 

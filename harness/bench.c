@@ -300,7 +300,7 @@ int bench_judge(const struct bench_matrix *m, const struct bench_roofline *r, st
   return n;
 }
 
-int bench_case_read_timing(struct bench_case *bc, struct dkb_err *err) {
+int bench_case_read_bundle(struct bench_case *bc, int timed, struct dkb_err *err) {
   char path[700];
   if (dkb_path_join(path, sizeof path, bc->bundle_dir, "bundle.json"))
     return dkb_err_set(err, DKB_INTERNAL, bc->bundle_dir, "", "bundle path too long");
@@ -308,16 +308,28 @@ int bench_case_read_timing(struct bench_case *bc, struct dkb_err *err) {
   if (!doc) return -1;
   struct jr r = {path, err, DKB_INPUT};
   static const char *const ptr = "/measurement/timing/summary";
-  const json_t *sum = jr_resolve(doc, ptr);
+  const json_t *sum = jr_resolve(doc, ptr), *dispatch = jr_get(&r, doc, "", "dispatch", 1, JSON_OBJECT);
+  const char *key = NULL;
   long long n = 0;
   double rs = 0;
   int rc = -1;
-  if (!json_is_object(sum)) jr_fail(&r, ptr, NULL, "missing: the case was timed, so its bundle must hold the summary");
-  else if (!jr_int(&r, sum, ptr, "count", 1, 1, (long long)1 << 40, &n) && !jr_num(&r, sum, ptr, "rel_stdev", 1, 0, 1e9, &rs)) {
-    bc->samples = n;
-    bc->rel_stdev = rs;
-    rc = 0;
+  if (!dispatch || jr_str(&r, dispatch, "/dispatch", "call_key_sha256", 1, &key)) goto done;
+  if (strlen(key) != 64) {
+    jr_fail(&r, "/dispatch", "call_key_sha256", "must be 64 hex digits");
+    goto done;
   }
+  if (timed) {
+    if (!json_is_object(sum)) {
+      jr_fail(&r, ptr, NULL, "missing: the case was timed, so its bundle must hold the summary");
+      goto done;
+    }
+    if (jr_int(&r, sum, ptr, "count", 1, 1, (long long)1 << 40, &n) || jr_num(&r, sum, ptr, "rel_stdev", 1, 0, 1e9, &rs)) goto done;
+  }
+  snprintf(bc->call_key, sizeof bc->call_key, "%s", key);
+  bc->samples = n;
+  bc->rel_stdev = rs;
+  rc = 0;
+done:
   json_decref(doc);
   return rc;
 }
@@ -334,6 +346,7 @@ static json_t *case_json(const struct bench_case *bc) {
                    "forced_splits", bc->forced_splits ? json_integer(bc->forced_splits) : json_null());
   json_object_set_new(c, "rel_stdev", bc->samples ? json_real(bc->rel_stdev) : json_null());  /* null: not timed */
   json_object_set_new(c, "samples", json_integer(bc->samples));
+  json_object_set_new(c, "call_key_sha256", bc->call_key[0] ? json_string(bc->call_key) : json_null());
   return c;
 }
 

@@ -24,6 +24,7 @@ struct bench_case {
   double median_us, io_bytes, kv_bytes, visible_kv_bytes;
   double rel_stdev;      /* the timing samples' stdev / mean (the bundle's summary); with samples */
   long long samples;     /* raw samples behind median_us; 0 when the case was not timed */
+  char call_key[65];     /* the bundle's call-key SHA-256: which call was timed; "" when not read */
   double tbps, frac, visible_tbps, visible_frac;
   int splits;
   long long tiles[3];
@@ -87,9 +88,10 @@ int bench_best_forced(const struct bench_matrix *m, int i, int *forced, int *all
 int bench_judge(const struct bench_matrix *m, const struct bench_roofline *r, struct bench_verdict *v, int cap);
 const char *bench_verdict_name(enum bench_verdict_state s);
 
-/* The spread of a timed case (rel_stdev, samples) from its bundle's /measurement/timing/summary: the
- * bundle is the record, and a comparison of two runs needs each median's noise. */
-int bench_case_read_timing(struct bench_case *bc, struct dkb_err *err);
+/* What a comparison of two runs needs of a case, from its bundle (the record): which call it was
+ * (/dispatch/call_key_sha256) and, when timed, its median's spread (/measurement/timing/summary:
+ * rel_stdev, samples). */
+int bench_case_read_bundle(struct bench_case *bc, int timed, struct dkb_err *err);
 
 /* Writes DIR/bench.json (dkb.bench/v1, with the verdicts and the device, when dev is not NULL),
  * DIR/bench.csv and DIR/roofline-fraction.svg atomically. */

@@ -33,6 +33,9 @@ static int load_case(struct jr *j, const json_t *c, const char *p, struct bench_
   bc->rel_stdev = NAN;
   const json_t *rs = json_object_get(c, "rel_stdev");
   if (rs && !json_is_null(rs) && jr_num(j, c, p, "rel_stdev", 1, 0, 1e9, &bc->rel_stdev)) return -1;
+  bc->call_key = NULL;
+  const json_t *k = json_object_get(c, "call_key_sha256");
+  if (k && !json_is_null(k) && jr_str(j, c, p, "call_key_sha256", 1, &bc->call_key)) return -1;
   bc->frac = NAN;  /* over the visible bytes: a masked call's whole-cache fraction counts skipped bytes */
   const char *fk = json_object_get(c, "visible_roofline_fraction") ? "visible_roofline_fraction" : "roofline_fraction";
   if (json_object_get(c, fk) && jr_num(j, c, p, fk, 1, 0, 1e9, &bc->frac)) return -1;
@@ -78,7 +81,7 @@ fail:
 }
 
 const char *bench_change_name(enum bench_change c) {
-  static const char *const names[] = {"same", "faster", "slower", "unknown", "unmeasured", "only_base", "only_new"};
+  static const char *const names[] = {"same", "faster", "slower", "unknown", "unmeasured", "other_call", "only_base", "only_new"};
   return names[c];
 }
 
@@ -95,6 +98,10 @@ static void judge(const struct bench_run_case *a, const struct bench_run_case *b
   d->pct = d->band = NAN;
   if (!measured(a) || !measured(b)) {
     d->change = CHANGE_UNMEASURED;
+    return;
+  }
+  if (a->call_key && b->call_key && strcmp(a->call_key, b->call_key)) {
+    d->change = CHANGE_OTHER_CALL;
     return;
   }
   d->pct = 100 * (b->median_us / a->median_us - 1);

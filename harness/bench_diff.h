@@ -5,7 +5,8 @@
  * one call timed in repeated processes on one machine moved by up to its run's own relative stdev
  * (B1 T131072: 25.06-25.66 us at 1.4-1.9 %), so a smaller band calls same kernels different. Runs
  * recorded before bench.json carried rel_stdev have no noise: their changes are "unknown" unless the
- * caller fixes one. Only level-6 medians are compared, as bench judges targets. */
+ * caller fixes one. Only level-6 medians are compared, as bench judges targets, and only cases whose
+ * call keys agree where both runs recorded them (a name alone does not say the call is the same). */
 #ifndef DKB_BENCH_DIFF_H
 #define DKB_BENCH_DIFF_H
 
@@ -18,6 +19,7 @@ struct bench_run_case {
   int level;
   double median_us, rel_stdev;  /* rel_stdev NAN when the run did not record it */
   double frac;                  /* roofline fraction over the visible bytes (all of them unless masked) */
+  const char *call_key;         /* the call-key SHA-256, NULL when the run did not record it */
 };
 
 struct bench_run {
@@ -40,6 +42,7 @@ enum bench_change {
   CHANGE_SLOWER,
   CHANGE_UNKNOWN,     /* no noise recorded (and none given) */
   CHANGE_UNMEASURED,  /* a side below level 6, or without a median */
+  CHANGE_OTHER_CALL,  /* same name, different call keys: the fixture changed between the runs */
   CHANGE_ONLY_BASE,
   CHANGE_ONLY_NEW,
 };

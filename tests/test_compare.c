@@ -10,6 +10,7 @@
 #include "harness/err.h"
 
 static const char *const RUN = "fixtures/captured/bench/bench.json";
+#define KEY64 "376515b4654d69566f8dc9b4188627d823a21c548af496e05b376d9aa6b2624e"
 
 /* A copy of RUN as tmp/NAME with a Python edit applied to `b` (the document); returns its path. */
 static const char *edited(const char *name, const char *edit) {
@@ -106,20 +107,24 @@ static void compare_band_has_a_floor(void **s) {
   run_result_release(&r);
 }
 
-/* Only level-6 medians are compared; cases of one run only are listed, never judged. */
-static void compare_judges_level_6_cases_present_in_both(void **s) {
+/* Only level-6 medians of the same call are compared; cases of one run only, or whose call keys differ
+ * under one name, are listed, never judged. */
+#define KEYS "[c.update(call_key_sha256='a' * 64) for c in b['cases']]"
+static void compare_judges_level_6_cases_of_the_same_call(void **s) {
   (void)s;
-  const char *base = edited("cmp-l-base.json", NOISE_1PCT);
-  const char *cand = edited("cmp-l-new.json", NOISE_1PCT "; b['cases'][0].update(level=5, median_us=b['cases'][0]['median_us'] * 2); "
-                                              "b['cases'][1]['name'] = 'renamed'");
+  const char *base = edited("cmp-l-base.json", NOISE_1PCT "; " KEYS);
+  const char *cand = edited("cmp-l-new.json", NOISE_1PCT "; " KEYS "; b['cases'][0].update(level=5, median_us=b['cases'][0]['median_us'] * 2); "
+                                              "b['cases'][1]['name'] = 'renamed'; "
+                                              "b['cases'][2].update(call_key_sha256='b' * 64, median_us=b['cases'][2]['median_us'] * 1.1)");
   struct run_result r;
   run_sh(&r, "build/dkb compare %s %s", base, cand);
   if (r.rc) fail_msg("exit %d\n%s%s", r.rc, r.out, r.err);
   assert_verdict(r.out, "b16-t8192-g4-contig", "unmeasured");
   assert_verdict(r.out, "b16-t8192-g4-contig/split1", "only_base");
   assert_verdict(r.out, "renamed", "only_new");
-  assert_non_null(strstr(r.out, "compare: 45 cases: 42 same, 0 faster, 0 slower, 0 unknown (no recorded noise: --noise PCT), "
-                                "1 unmeasured (below level 6), 2 in one run only"));
+  assert_verdict(r.out, "b16-t8192-g4-contig/split2", "other_call");
+  assert_non_null(strstr(r.out, "compare: 45 cases: 41 same, 0 faster, 0 slower, 0 unknown (no recorded noise: --noise PCT), "
+                                "1 unmeasured (below level 6), 1 other call (same name, different call key), 2 in one run only"));
   run_result_release(&r);
 }
 
@@ -166,28 +171,40 @@ static void compare_rejects_bad_input_with_its_pointer(void **s) {
   run_result_release(&r);
 }
 
-/* bench reads each timed case's spread from its bundle (the record), and says which pointer is missing. */
-static void bench_reads_a_cases_spread_from_its_bundle(void **s) {
+/* bench reads each case's call key and, when timed, its spread from its bundle (the record), and says
+ * which pointer is missing. */
+static void bench_reads_a_cases_call_key_and_spread_from_its_bundle(void **s) {
   (void)s;
   struct bench_case bc;
   memset(&bc, 0, sizeof bc);
   snprintf(bc.bundle_dir, sizeof bc.bundle_dir, "%s/spread", tmp_dir());
   struct run_result r;
-  run_sh(&r, "mkdir -p %s && printf '%%s' '{\"measurement\": {\"timing\": {\"summary\": {\"count\": 1234, \"rel_stdev\": 0.0123}}}}' "
-             "> %s/bundle.json",
-         bc.bundle_dir, bc.bundle_dir);
+  run_sh(&r, "mkdir -p %s && printf '%%s' '{\"dispatch\": {\"call_key_sha256\": \"%s\"}, "
+             "\"measurement\": {\"timing\": {\"summary\": {\"count\": 1234, \"rel_stdev\": 0.0123}}}}' > %s/bundle.json",
+         bc.bundle_dir, KEY64, bc.bundle_dir);
   assert_int_equal(r.rc, 0);
   run_result_release(&r);
   struct dkb_err e;
   dkb_err_clear(&e);
-  assert_int_equal(bench_case_read_timing(&bc, &e), 0);
+  assert_int_equal(bench_case_read_bundle(&bc, 1, &e), 0);
   assert_int_equal(bc.samples, 1234);
   assert_near(bc.rel_stdev, 0.0123, 0);
-  run_sh(&r, "printf '%%s' '{\"measurement\": {\"timing\": {}}}' > %s/bundle.json", bc.bundle_dir);
+  assert_string_equal(bc.call_key, KEY64);
+  /* an untimed case needs no summary; a timed one does */
+  run_sh(&r, "printf '%%s' '{\"dispatch\": {\"call_key_sha256\": \"%s\"}, \"measurement\": {\"timing\": {}}}' > %s/bundle.json",
+         KEY64, bc.bundle_dir);
   run_result_release(&r);
-  assert_int_equal(bench_case_read_timing(&bc, &e), -1);
+  memset(bc.call_key, 0, sizeof bc.call_key);
+  assert_int_equal(bench_case_read_bundle(&bc, 0, &e), 0);
+  assert_string_equal(bc.call_key, KEY64);
+  assert_int_equal(bc.samples, 0);
+  assert_int_equal(bench_case_read_bundle(&bc, 1, &e), -1);
   assert_int_equal(e.code, DKB_INPUT);
   assert_string_equal(e.pointer, "/measurement/timing/summary");
+  run_sh(&r, "printf '%%s' '{\"dispatch\": {}}' > %s/bundle.json", bc.bundle_dir);
+  run_result_release(&r);
+  assert_int_equal(bench_case_read_bundle(&bc, 0, &e), -1);
+  assert_string_equal(e.pointer, "/dispatch");
 }
 
 /* --json: the same verdicts as the table, in a report valid against schemas/compare-report.schema.json. */
@@ -208,6 +225,6 @@ static void compare_json_report_is_schema_valid(void **s) {
 
 DKB_TEST_GROUP(compare, cmocka_unit_test(compare_json_report_is_schema_valid), cmocka_unit_test(compare_calls_a_run_the_same_as_itself),
                cmocka_unit_test(compare_flags_a_case_slower_beyond_its_noise), cmocka_unit_test(compare_band_has_a_floor),
-               cmocka_unit_test(compare_judges_level_6_cases_present_in_both), cmocka_unit_test(compare_names_the_devices),
+               cmocka_unit_test(compare_judges_level_6_cases_of_the_same_call), cmocka_unit_test(compare_names_the_devices),
                cmocka_unit_test(compare_rejects_bad_input_with_its_pointer),
-               cmocka_unit_test(bench_reads_a_cases_spread_from_its_bundle))
+               cmocka_unit_test(bench_reads_a_cases_call_key_and_spread_from_its_bundle))

@@ -312,14 +312,15 @@ static void bench_writes_table_csv_json_and_svg(void **s) {
   char why[256];
   assert_string_equal(r.out, have_gpu(why, sizeof why) ? "dkb_empty_v1 True True True True\n" : "dkb_empty_v1 False True False True\n");
   run_result_release(&r);
-  /* each case's spread (from its bundle) and the device, for `dkb compare`: a timed case has its samples'
-   * count and relative stdev, an untimed one 0 and null */
+  /* each case's call key and spread (from its bundle) and the device, for `dkb compare`: a timed case has
+   * its samples' count and relative stdev, an untimed one 0 and null */
   run_sh(&r, "/usr/bin/python3 -c 'import json, sys; b = json.load(open(sys.argv[1])); "
              "t = [c[\"samples\"] >= 20 and c[\"rel_stdev\"] >= 0 for c in b[\"cases\"] if c[\"median_us\"] > 0]; "
              "u = [c[\"samples\"] == 0 and c[\"rel_stdev\"] is None for c in b[\"cases\"] if c[\"median_us\"] == 0]; "
-             "print(b[\"device\"][\"status\"], len(t), all(t), len(u), all(u))' %s/bench/bench.json", tmp_dir());
+             "k = all(len(c[\"call_key_sha256\"]) == 64 for c in b[\"cases\"]); "
+             "print(b[\"device\"][\"status\"], len(t), all(t), len(u), all(u), k)' %s/bench/bench.json", tmp_dir());
   if (r.rc) fail_msg("%s%s", r.out, r.err);
-  assert_string_equal(r.out, have_gpu(why, sizeof why) ? "available 2 True 0 True\n" : "unavailable 0 True 2 True\n");
+  assert_string_equal(r.out, have_gpu(why, sizeof why) ? "available 2 True 0 True True\n" : "unavailable 0 True 2 True True\n");
   run_result_release(&r);
   run_sh(&r, "build/dkb bench --matrix fixtures/bench/matrix.json fixtures/decode/dk128-dv64.json");
   assert_int_equal(r.rc, 2);
