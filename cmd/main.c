@@ -91,15 +91,16 @@ static const struct command COMMANDS[] = {
      "  --require-targets  fail when a target is missed (exit 1) or cannot be measured here (exit 4)\n\n"
      "Exit 0, 1 when a case fails correctness (or, with --require-targets, misses a target), 3 on a\n"
      "malformed matrix or fixture, 4 when --require-targets meets a target this host cannot measure.\n"},
-    {"compare", cmd_compare, "dkb compare BASE_BENCH_JSON NEW_BENCH_JSON [--noise PCT] [--min-noise PCT] [--json]",
+    {"compare", cmd_compare, "dkb compare BASE NEW [--noise PCT] [--min-noise PCT] [--json]",
      "compare two bench runs case by case (the regression gate)",
-     "Matches the cases of two `dkb bench` results (bench.json, schema dkb.bench/v1) by name and prints\n"
-     "each median, the change (new / base - 1), the noise band and a verdict: same (within the band),\n"
-     "faster, slower, unknown (a run recorded no noise), unmeasured (a side below level 6), other_call\n"
-     "(the same name for two different call keys) or in one run only, beside both roofline fractions\n"
-     "(over the visible bytes). The band is the sum of the two runs' relative standard deviations of\n"
-     "the samples, at least --min-noise. Both runs' commits, rooflines and devices are printed: a change\n"
-     "between two machines may be the machines', not the kernels'.\n\n"
+     "Matches the cases of two `dkb bench` results (bench.json files, schema dkb.bench/v1, or the folders\n"
+     "`dkb bench -o` wrote them to) by name and prints each median, the change (new / base - 1), the noise\n"
+     "band and a verdict: same (within the band), faster, slower, unknown (a run recorded no noise),\n"
+     "unmeasured (a side below level 6), other_call (the same name for two different call keys) or in one\n"
+     "run only, beside both roofline fractions (over the visible bytes). The band is the sum of the two\n"
+     "runs' relative standard deviations of the samples, at least --min-noise. Both runs' commits,\n"
+     "rooflines and devices are printed: a change between two machines may be the machines', not the\n"
+     "kernels'.\n\n"
      "  --noise PCT       one band for every case instead of the recorded noise (runs without rel_stdev)\n"
      "  --min-noise PCT   the least band (default 0.5)\n"
      "  --json            print one JSON report (schema dkb.compare-report/v1) instead of the table\n\n"

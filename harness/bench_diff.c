@@ -1,8 +1,11 @@
 /* bench_diff.c - two bench runs, case by case (see bench_diff.h). */
 #include "bench_diff.h"
+#include "fsutil.h"
 #include "jread.h"
 
 #include <math.h>
+#include <stdio.h>
+#include <sys/stat.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -44,10 +47,13 @@ static int load_case(struct jr *j, const json_t *c, const char *p, struct bench_
 
 int bench_run_load(const char *path, struct bench_run *r, struct dkb_err *err) {
   memset(r, 0, sizeof *r);
-  r->doc = jr_load_file(path, err);
+  struct stat st;
+  const int dir = stat(path, &st) == 0 && S_ISDIR(st.st_mode);
+  if (dir ? dkb_path_join(r->path, sizeof r->path, path, "bench.json") : snprintf(r->path, sizeof r->path, "%s", path) >= (int)sizeof r->path)
+    return dkb_err_set(err, DKB_USAGE, path, "", "path too long");
+  r->doc = jr_load_file(r->path, err);
   if (!r->doc) return -1;
-  r->path = path;
-  struct jr j = {path, err, DKB_INPUT};
+  struct jr j = {r->path, err, DKB_INPUT};
   const char *schema = NULL;
   if (jr_str(&j, r->doc, "", "schema", 1, &schema)) goto fail;
   if (strcmp(schema, "dkb.bench/v1")) {

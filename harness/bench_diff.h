@@ -24,7 +24,8 @@ struct bench_run_case {
 
 struct bench_run {
   json_t *doc;  /* owned */
-  const char *path, *commit, *created;
+  char path[4200];  /* the file read: the given one, or DIR/bench.json for a bench output folder */
+  const char *commit, *created;
   const char *device, *uuid;  /* NULL when the run did not record its device */
   int roofline_measured;
   double roofline_tbps;
@@ -32,7 +33,8 @@ struct bench_run {
   int n;
 };
 
-/* Reads a dkb.bench/v1 document; errors name the file, the JSON Pointer and the reason (DKB_INPUT). */
+/* Reads a dkb.bench/v1 document, or DIR/bench.json when path is a folder (`dkb bench -o DIR`); errors
+ * name the file, the JSON Pointer and the reason (DKB_INPUT). */
 int bench_run_load(const char *path, struct bench_run *r, struct dkb_err *err);
 void bench_run_release(struct bench_run *r);
 

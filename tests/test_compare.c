@@ -49,12 +49,14 @@ static void compare_calls_a_run_the_same_as_itself(void **s) {
   assert_non_null(strstr(r.out, "compare: 44 cases: 44 same, 0 faster, 0 slower, 0 unknown"));
   assert_non_null(strstr(r.out, "roofline: new / base - 1 = +0.0 %"));
   run_result_release(&r);
-  /* bench-3 recorded each case's noise and its device: no band needs to be given */
-  run_sh(&r, "build/dkb compare fixtures/captured/bench-3/bench.json fixtures/captured/bench-3/bench.json");
+  /* bench-3 recorded each case's noise and its device: no band needs to be given; a bench output folder
+   * stands for its bench.json */
+  run_sh(&r, "build/dkb compare fixtures/captured/bench-3 fixtures/captured/bench-3/bench.json");
   if (r.rc) fail_msg("exit %d\n%s%s", r.rc, r.out, r.err);
   assert_non_null(strstr(r.out, "compare: 44 cases: 44 same, 0 faster, 0 slower, 0 unknown"));
   assert_non_null(strstr(r.out, ", NVIDIA H200 (GPU-43ffc7a2-dd2f-6139-56da-d9fcef844f7c)\n"));
   assert_non_null(strstr(r.out, "device: the same GPU\n"));
+  assert_non_null(strstr(r.out, "base  fixtures/captured/bench-3/bench.json: commit e4c78d341a31, "));
   run_result_release(&r);
   /* the other captured runs predate rel_stdev: without --noise nothing can be judged, and nothing fails */
   run_sh(&r, "build/dkb compare fixtures/captured/bench-2/bench.json %s", RUN);
