@@ -22,7 +22,7 @@ static void describe(const char *role, const struct bench_run *r) {
   if (r->roofline_measured) printf("%.3f TB/s", r->roofline_tbps);
   else printf("not measured");
   if (r->uuid) printf(", %s (%s)\n", r->device, r->uuid);
-  else printf(", device not recorded\n");
+  else printf(r->no_gpu ? ", no GPU\n" : ", device not recorded\n");
 }
 
 static json_t *num_or_null(double x) { return isfinite(x) ? json_real(x) : json_null(); }
@@ -68,7 +68,8 @@ static void print_table(const struct bench_run *a, const struct bench_run *b, co
   describe("new", b);
   if (a->roofline_measured && b->roofline_measured)
     printf("roofline: new / base - 1 = %+.1f %%\n", 100 * (b->roofline_tbps / a->roofline_tbps - 1));
-  if (!a->uuid || !b->uuid)
+  if (a->no_gpu || b->no_gpu) printf("device: a run without a GPU measured nothing\n");
+  else if (!a->uuid || !b->uuid)
     printf("device: not recorded by both runs; a time change may be the machine's, not the kernel's\n");
   else if (strcmp(a->uuid, b->uuid))
     printf("device: two different GPUs; a time change may be the machine's, not the kernel's (compare the fractions)\n");
@@ -135,6 +136,10 @@ int cmd_compare(int argc, char **argv) {
   if (count[CHANGE_SLOWER]) {
     fprintf(stderr, "dkb: error: %d case%s slower beyond the noise\n", count[CHANGE_SLOWER], count[CHANGE_SLOWER] > 1 ? "s" : "");
     return DKB_FAIL;
+  }
+  if (!count[CHANGE_SAME] && !count[CHANGE_FASTER]) {  /* a gate that judged nothing has not passed */
+    fprintf(stderr, "dkb: error: no case could be judged: each is unknown (--noise PCT), unmeasured, other_call or in one run only\n");
+    return DKB_ENV;
   }
   return DKB_OK;
 }

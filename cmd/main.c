@@ -104,7 +104,8 @@ static const struct command COMMANDS[] = {
      "  --noise PCT       one band for every case instead of the recorded noise (runs without rel_stdev)\n"
      "  --min-noise PCT   the least band (default 0.5)\n"
      "  --json            print one JSON report (schema dkb.compare-report/v1) instead of the table\n\n"
-     "Exit 0 when no case is slower beyond its band, 1 when one is, 3 when a file is not a bench result.\n"},
+     "Exit 0 when no case is slower beyond its band, 1 when one is, 3 when a file is not a bench result,\n"
+     "4 when no case could be judged (nothing measured at level 6 in both runs, or no noise known).\n"},
     {"validate", cmd_validate,
      "dkb validate BUNDLE... [--require-level N] [--json] [--source-root DIR] [--allow-synthetic] [--list-reasons]",
      "grade evidence bundles on the six-level ladder (the CI gate)",

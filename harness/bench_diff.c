@@ -21,7 +21,10 @@ static int load_device(struct jr *j, struct bench_run *r) {
   if (!d) return 0;
   const char *status = NULL;
   if (jr_str(j, d, "/device", "status", 1, &status)) return -1;
-  if (strcmp(status, "available")) return 0;
+  if (strcmp(status, "available")) {
+    r->no_gpu = 1;
+    return 0;
+  }
   const json_t *dev = jr_get(j, d, "/device", "device", 1, JSON_OBJECT);
   if (!dev) return -1;
   return jr_str(j, dev, "/device/device", "name", 1, &r->device) || jr_str(j, dev, "/device/device", "uuid", 1, &r->uuid);
@@ -42,6 +45,7 @@ static int load_case(struct jr *j, const json_t *c, const char *p, struct bench_
   bc->frac = NAN;  /* over the visible bytes: a masked call's whole-cache fraction counts skipped bytes */
   const char *fk = json_object_get(c, "visible_roofline_fraction") ? "visible_roofline_fraction" : "roofline_fraction";
   if (json_object_get(c, fk) && jr_num(j, c, p, fk, 1, 0, 1e9, &bc->frac)) return -1;
+  if (!(bc->median_us > 0)) bc->frac = NAN;  /* not timed: its 0 is no fraction */
   return 0;
 }
 

@@ -26,7 +26,8 @@ struct bench_run {
   json_t *doc;  /* owned */
   char path[4200];  /* the file read: the given one, or DIR/bench.json for a bench output folder */
   const char *commit, *created;
-  const char *device, *uuid;  /* NULL when the run did not record its device */
+  const char *device, *uuid;  /* NULL when the run did not record its device, or had none */
+  int no_gpu;                 /* the run recorded that it had no GPU */
   int roofline_measured;
   double roofline_tbps;
   struct bench_run_case *cases;

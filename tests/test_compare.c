@@ -58,9 +58,11 @@ static void compare_calls_a_run_the_same_as_itself(void **s) {
   assert_non_null(strstr(r.out, "device: the same GPU\n"));
   assert_non_null(strstr(r.out, "base  fixtures/captured/bench-3/bench.json: commit e4c78d341a31, "));
   run_result_release(&r);
-  /* the other captured runs predate rel_stdev: without --noise nothing can be judged, and nothing fails */
+  /* the other captured runs predate rel_stdev: without --noise nothing can be judged, and a gate that
+   * judged nothing has not passed (exit 4) */
   run_sh(&r, "build/dkb compare fixtures/captured/bench-2/bench.json %s", RUN);
-  if (r.rc) fail_msg("exit %d\n%s%s", r.rc, r.out, r.err);
+  if (r.rc != 4) fail_msg("exit %d, want 4\n%s%s", r.rc, r.out, r.err);
+  assert_string_equal(r.err, "dkb: error: no case could be judged: each is unknown (--noise PCT), unmeasured, other_call or in one run only\n");
   assert_non_null(strstr(r.out, "44 unknown (no recorded noise: --noise PCT)"));
   assert_non_null(strstr(r.out, "roofline: new / base - 1 = -2.6 %"));
   assert_non_null(strstr(r.out, "device: not recorded by both runs"));
@@ -225,7 +227,28 @@ static void compare_json_report_is_schema_valid(void **s) {
   run_result_release(&r);
 }
 
-DKB_TEST_GROUP(compare, cmocka_unit_test(compare_json_report_is_schema_valid), cmocka_unit_test(compare_calls_a_run_the_same_as_itself),
+/* End to end: a bench run compared with itself. On a GPU every case is level 6 with its noise: all same,
+ * exit 0. Without one nothing was measured, and the gate says so (exit 4) instead of passing. */
+static void compare_of_a_fresh_bench_run_with_itself(void **s) {
+  (void)s;
+  struct run_result r;
+  run_sh(&r, "build/dkb bench fixtures/decode/default.json fixtures/decode/dk128-dv64.json -o %s/fresh --max-time 0.2 "
+             "> /dev/null 2>&1 && build/dkb compare %s/fresh %s/fresh",
+         tmp_dir(), tmp_dir(), tmp_dir());
+  char why[256];
+  if (have_gpu(why, sizeof why)) {
+    if (r.rc) fail_msg("exit %d\n%s%s", r.rc, r.out, r.err);
+    assert_non_null(strstr(r.out, "compare: 2 cases: 2 same, 0 faster, 0 slower, 0 unknown"));
+  } else {
+    if (r.rc != 4) fail_msg("exit %d, want 4\n%s%s", r.rc, r.out, r.err);
+    assert_non_null(strstr(r.out, ", no GPU\n"));
+    assert_non_null(strstr(r.out, "device: a run without a GPU measured nothing\n"));
+    assert_non_null(strstr(r.out, "compare: 2 cases: 0 same, 0 faster, 0 slower, 0 unknown (no recorded noise: --noise PCT), 2 unmeasured"));
+  }
+  run_result_release(&r);
+}
+
+DKB_TEST_GROUP(compare, cmocka_unit_test(compare_of_a_fresh_bench_run_with_itself), cmocka_unit_test(compare_json_report_is_schema_valid), cmocka_unit_test(compare_calls_a_run_the_same_as_itself),
                cmocka_unit_test(compare_flags_a_case_slower_beyond_its_noise), cmocka_unit_test(compare_band_has_a_floor),
                cmocka_unit_test(compare_judges_level_6_cases_of_the_same_call), cmocka_unit_test(compare_names_the_devices),
                cmocka_unit_test(compare_rejects_bad_input_with_its_pointer),
