@@ -31,6 +31,7 @@ static int load_device(struct jr *j, struct bench_run *r) {
 }
 
 static int load_case(struct jr *j, const json_t *c, const char *p, struct bench_run_case *bc) {
+  if (!json_is_object(c)) return jr_fail(j, p, NULL, "must be an object (got %s)", jr_type_name(c));
   long long level = 0;
   if (jr_str(j, c, p, "name", 1, &bc->name) || jr_int(j, c, p, "level", 1, 0, 6, &level) ||
       jr_num(j, c, p, "median_us", 1, 0, 1e12, &bc->median_us))
@@ -51,10 +52,10 @@ static int load_case(struct jr *j, const json_t *c, const char *p, struct bench_
 
 int bench_run_load(const char *path, struct bench_run *r, struct dkb_err *err) {
   memset(r, 0, sizeof *r);
-  struct stat st;
-  const int dir = stat(path, &st) == 0 && S_ISDIR(st.st_mode);
-  if (dir ? dkb_path_join(r->path, sizeof r->path, path, "bench.json") : snprintf(r->path, sizeof r->path, "%s", path) >= (int)sizeof r->path)
-    return dkb_err_set(err, DKB_USAGE, path, "", "path too long");
+  struct stat st;  /* a bench output folder stands for its bench.json */
+  const int too_long = stat(path, &st) == 0 && S_ISDIR(st.st_mode) ? dkb_path_join(r->path, sizeof r->path, path, "bench.json")
+                                                                    : snprintf(r->path, sizeof r->path, "%s", path) >= (int)sizeof r->path;
+  if (too_long) return dkb_err_set(err, DKB_USAGE, path, "", "path too long");
   r->doc = jr_load_file(r->path, err);
   if (!r->doc) return -1;
   struct jr j = {r->path, err, DKB_INPUT};

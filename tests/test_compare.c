@@ -156,6 +156,7 @@ static void compare_rejects_bad_input_with_its_pointer(void **s) {
       {"b['cases'][7]['rel_stdev'] = 'low'", "/cases/7/rel_stdev: must be a number"},
       {"b['cases'][9]['name'] = b['cases'][2]['name']", "/cases/9/name: 'b16-t8192-g4-contig/split2' is also case 2: names must be unique"},
       {"b['cases'][1]['level'] = 7", "/cases/1/level: must be"},
+      {"b['cases'][4] = 12", "/cases/4: must be an object (got integer)"},
   };
   struct run_result r;
   for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
