@@ -25,6 +25,18 @@ static const char *edited(const char *name, const char *edit) {
   return p;
 }
 
+/* Runs `build/dkb compare ARGS` into r and fails (with its output) unless it exits want. */
+static void compare(struct run_result *r, int want, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static void compare(struct run_result *r, int want, const char *fmt, ...) {
+  char args[2000];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(args, sizeof args, fmt, ap);
+  va_end(ap);
+  run_sh(r, "build/dkb compare %s", args);
+  if (r->rc != want) fail_msg("compare %s: exit %d, want %d\n%s%s", args, r->rc, want, r->out, r->err);
+}
+
 /* The verdict line of one case: "name ... verdict ..." */
 static void assert_verdict(const char *out, const char *name, const char *verdict) {
   char key[200];
@@ -44,15 +56,13 @@ static void assert_verdict(const char *out, const char *name, const char *verdic
 static void compare_calls_a_run_the_same_as_itself(void **s) {
   (void)s;
   struct run_result r;
-  run_sh(&r, "build/dkb compare %s %s --noise 0.1", RUN, RUN);
-  if (r.rc) fail_msg("exit %d\n%s%s", r.rc, r.out, r.err);
+  compare(&r, 0, "%s %s --noise 0.1", RUN, RUN);
   assert_non_null(strstr(r.out, "compare: 44 cases: 44 same, 0 faster, 0 slower, 0 unknown"));
   assert_non_null(strstr(r.out, "roofline: new / base - 1 = +0.0 %"));
   run_result_release(&r);
   /* bench-3 recorded each case's noise and its device: no band needs to be given; a bench output folder
    * stands for its bench.json */
-  run_sh(&r, "build/dkb compare fixtures/captured/bench-3 fixtures/captured/bench-3/bench.json");
-  if (r.rc) fail_msg("exit %d\n%s%s", r.rc, r.out, r.err);
+  compare(&r, 0, "fixtures/captured/bench-3 fixtures/captured/bench-3/bench.json");
   assert_non_null(strstr(r.out, "compare: 44 cases: 44 same, 0 faster, 0 slower, 0 unknown"));
   assert_non_null(strstr(r.out, ", NVIDIA H200 (GPU-43ffc7a2-dd2f-6139-56da-d9fcef844f7c)\n"));
   assert_non_null(strstr(r.out, "device: the same GPU\n"));
@@ -60,8 +70,7 @@ static void compare_calls_a_run_the_same_as_itself(void **s) {
   run_result_release(&r);
   /* the other captured runs predate rel_stdev: without --noise nothing can be judged, and a gate that
    * judged nothing has not passed (exit 4) */
-  run_sh(&r, "build/dkb compare fixtures/captured/bench-2/bench.json %s", RUN);
-  if (r.rc != 4) fail_msg("exit %d, want 4\n%s%s", r.rc, r.out, r.err);
+  compare(&r, 4, "fixtures/captured/bench-2/bench.json %s", RUN);
   assert_string_equal(r.err, "dkb: error: no case could be judged: each is unknown (--noise PCT), unmeasured, other_call or in one run only\n");
   assert_non_null(strstr(r.out, "44 unknown (no recorded noise: --noise PCT)"));
   assert_non_null(strstr(r.out, "roofline: new / base - 1 = -2.6 %"));
@@ -77,8 +86,7 @@ static void compare_flags_a_case_slower_beyond_its_noise(void **s) {
   const char *cand = edited("cmp-new.json", NOISE_1PCT "; b['cases'][0]['median_us'] *= 1.05; b['cases'][5]['median_us'] *= 0.95; "
                                             "b['cases'][23]['median_us'] *= 1.009");
   struct run_result r;
-  run_sh(&r, "build/dkb compare %s %s", base, cand);
-  if (r.rc != 1) fail_msg("exit %d, want 1\n%s%s", r.rc, r.out, r.err);
+  compare(&r, 1, "%s %s", base, cand);
   assert_verdict(r.out, "b16-t8192-g4-contig", "slower");
   assert_verdict(r.out, "b16-t8192-g4-paged16", "faster");
   assert_verdict(r.out, "b1-t131072-g8-contig", "same");
@@ -87,8 +95,7 @@ static void compare_flags_a_case_slower_beyond_its_noise(void **s) {
   assert_string_equal(r.err, "dkb: error: 1 case slower beyond the noise\n");
   run_result_release(&r);
   /* the same pair with a band wide enough: nothing fails */
-  run_sh(&r, "build/dkb compare %s %s --noise 6", base, cand);
-  if (r.rc) fail_msg("exit %d\n%s%s", r.rc, r.out, r.err);
+  compare(&r, 0, "%s %s --noise 6", base, cand);
   assert_non_null(strstr(r.out, "44 same"));
   run_result_release(&r);
 }
@@ -100,13 +107,11 @@ static void compare_band_has_a_floor(void **s) {
   const char *cand = edited("cmp-quiet-new.json", "[c.update(rel_stdev=0.0005, samples=9) for c in b['cases']]; "
                                                   "b['cases'][0]['median_us'] *= 1.004; b['cases'][1]['median_us'] *= 1.006");
   struct run_result r;
-  run_sh(&r, "build/dkb compare %s %s", base, cand);
-  if (r.rc != 1) fail_msg("exit %d, want 1\n%s%s", r.rc, r.out, r.err);
+  compare(&r, 1, "%s %s", base, cand);
   assert_verdict(r.out, "b16-t8192-g4-contig", "same");
   assert_verdict(r.out, "b16-t8192-g4-contig/split1", "slower");
   run_result_release(&r);
-  run_sh(&r, "build/dkb compare %s %s --min-noise 1", base, cand);
-  if (r.rc) fail_msg("exit %d\n%s%s", r.rc, r.out, r.err);
+  compare(&r, 0, "%s %s --min-noise 1", base, cand);
   assert_verdict(r.out, "b16-t8192-g4-contig/split1", "same");
   run_result_release(&r);
 }
@@ -121,8 +126,7 @@ static void compare_judges_level_6_cases_of_the_same_call(void **s) {
                                               "b['cases'][1]['name'] = 'renamed'; "
                                               "b['cases'][2].update(call_key_sha256='b' * 64, median_us=b['cases'][2]['median_us'] * 1.1)");
   struct run_result r;
-  run_sh(&r, "build/dkb compare %s %s", base, cand);
-  if (r.rc) fail_msg("exit %d\n%s%s", r.rc, r.out, r.err);
+  compare(&r, 0, "%s %s", base, cand);
   assert_verdict(r.out, "b16-t8192-g4-contig", "unmeasured");
   assert_verdict(r.out, "b16-t8192-g4-contig/split1", "only_base");
   assert_verdict(r.out, "renamed", "only_new");
@@ -138,8 +142,7 @@ static void compare_names_the_devices(void **s) {
   const char *a = edited("cmp-dev-a.json", "b['device'] = {'status': 'available', 'device': {'name': 'NVIDIA H200', 'uuid': 'GPU-a'}}");
   const char *b = edited("cmp-dev-b.json", "b['device'] = {'status': 'available', 'device': {'name': 'NVIDIA H200', 'uuid': 'GPU-b'}}");
   struct run_result r;
-  run_sh(&r, "build/dkb compare %s %s --noise 1 && build/dkb compare %s %s --noise 1", a, a, a, b);
-  if (r.rc) fail_msg("exit %d\n%s%s", r.rc, r.out, r.err);
+  compare(&r, 0, "%s %s --noise 1 && build/dkb compare %s %s --noise 1", a, a, a, b);
   assert_non_null(strstr(r.out, "roofline 4.527 TB/s, NVIDIA H200 (GPU-a)\n"));
   assert_non_null(strstr(r.out, "device: the same GPU\n"));
   assert_non_null(strstr(r.out, "device: two different GPUs"));
@@ -161,18 +164,15 @@ static void compare_rejects_bad_input_with_its_pointer(void **s) {
   struct run_result r;
   for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
     const char *p = edited("cmp-bad.json", bad[i].edit);
-    run_sh(&r, "build/dkb compare %s %s", RUN, p);
-    if (r.rc != 3) fail_msg("%s: exit %d, want 3\n%s%s", bad[i].edit, r.rc, r.out, r.err);
+    compare(&r, 3, "%s %s", RUN, p);
     char want[900];
     snprintf(want, sizeof want, "dkb: error: %s: %s", p, bad[i].err);
     if (strncmp(r.err, want, strlen(want))) fail_msg("%s: stderr\n%s\nwant it to start with\n%s", bad[i].edit, r.err, want);
     run_result_release(&r);
   }
-  run_sh(&r, "build/dkb compare %s", RUN);
-  assert_int_equal(r.rc, 2);
+  compare(&r, 2, "%s", RUN);
   run_result_release(&r);
-  run_sh(&r, "build/dkb compare %s %s --noise 0", RUN, RUN);
-  assert_int_equal(r.rc, 2);
+  compare(&r, 2, "%s %s --noise 0", RUN, RUN);
   run_result_release(&r);
 }
 
