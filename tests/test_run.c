@@ -648,6 +648,69 @@ static void sass_check_flags_an_unwritten_copy_descriptor(void **s) {
   run_result_release(&r);
 }
 
+/* The verdict tools/budgets.py printed for one budget: the rest of the line that starts with name. */
+static void assert_budget(const char *out, const char *name, const char *verdict) {
+  char key[64];
+  snprintf(key, sizeof key, "\n%s ", name);
+  char *buf = malloc(strlen(out) + 2);
+  assert_non_null(buf);
+  buf[0] = '\n';
+  strcpy(buf + 1, out);
+  const char *l = strstr(buf, key);
+  if (!l) fail_msg("no %s line in:\n%s", name, out);
+  const char *e = strchr(l + 1, '\n');
+  const size_t n = e ? (size_t)(e - l) : strlen(l);
+  char one[512];
+  snprintf(one, sizeof one, "%.*s", (int)(n < sizeof one ? n : sizeof one - 1), l + 1);
+  if (!strstr(one, verdict)) fail_msg("%s: want '%s' in '%s'", name, verdict, one);
+  free(buf);
+}
+
+/* tools/budgets.py (DESIGN.md's budgets, run on the GPU machine by gpu-smoke --budgets) against a stand-in
+ * dkb whose `run` holds MB MiB and writes a bundle of the given level and K/V bytes: a peak resident
+ * memory over 1.5x the call's bytes is missed (exit 1), one under is met; the wall budget is judged only
+ * for a level-6 run, the memory ratio only from 256 MiB of K/V; a run that leaves no bundle is exit 4,
+ * and never read from an earlier run's folder. */
+static void budgets_judge_peak_memory_and_wall_time_of_real_runs(void **s) {
+  (void)s;
+  const char *fake = tmp_file("fake-dkb.sh",
+                              "#!/bin/sh\n"
+                              "case \"$1\" in\n"
+                              "run) [ \"$LEVEL\" = none ] && exit 5\n"
+                              "  mkdir -p \"$4\" && exec python3 -c 'import sys\n"
+                              "x = bytearray(int(sys.argv[2]) << 20)\n"
+                              "x[::4096] = b\"\\1\" * len(x[::4096])  # touch every page: resident\n"
+                              "open(sys.argv[1] + \"/bundle.json\", \"w\").write(\"{\\\"claimed_level\\\": %s, \\\"ledgers\\\": "
+                              "{\\\"unique_kv_bytes\\\": %s, \\\"q_o_bytes\\\": 262144}}\" % (sys.argv[3], sys.argv[4]))' "
+                              "\"$4\" \"$MB\" \"$LEVEL\" \"$KV\";;\n"
+                              "validate) exit 0;;\n"
+                              "esac\n");
+  const char *b = tmp_file("budget-bundle.json", "{}");
+  struct run_result r;
+  /* 400 MiB resident against 1.5 x 256.25 MiB: missed */
+  run_sh(&r, "chmod +x %s && MB=400 LEVEL=6 KV=268435456 python3 tools/budgets.py --dkb %s --out %s/budgets %s", fake, fake, tmp_dir(), b);
+  assert_int_equal(r.rc, 1);
+  assert_budget(r.out, "run_memory", "missed");
+  assert_budget(r.out, "run_wall", "met");
+  assert_budget(r.out, "validate_wall", "met");
+  run_result_release(&r);
+  run_sh(&r, "chmod +x %s && MB=0 LEVEL=6 KV=268435456 python3 tools/budgets.py --dkb %s --out %s/budgets %s", fake, fake, tmp_dir(), b);
+  assert_int_equal(r.rc, 0);
+  assert_budget(r.out, "run_memory", "met");
+  run_result_release(&r);
+  /* a run without the GPU work, or with too few bytes for the ratio to mean anything: not judged */
+  run_sh(&r, "chmod +x %s && MB=400 LEVEL=2 KV=1048576 python3 tools/budgets.py --dkb %s --out %s/budgets %s", fake, fake, tmp_dir(), b);
+  assert_int_equal(r.rc, 0);
+  assert_budget(r.out, "run_wall", "not judged: exit 0, level 2");
+  assert_budget(r.out, "run_memory", "not judged");
+  run_result_release(&r);
+  /* the folder still holds the last run's bundle: a run that writes none must not be judged on it */
+  run_sh(&r, "chmod +x %s && LEVEL=none python3 tools/budgets.py --dkb %s --out %s/budgets %s", fake, fake, tmp_dir(), b);
+  assert_int_equal(r.rc, 4);
+  assert_non_null(strstr(r.err, "left no readable bundle"));
+  run_result_release(&r);
+}
+
 DKB_TEST_GROUP(run, cmocka_unit_test(decode_fixtures_are_schema_valid_and_load),
                cmocka_unit_test(malformed_decode_fixtures_name_pointer_and_reason),
                cmocka_unit_test(plan_items_cover_visible_keys_exactly), cmocka_unit_test(auto_split_minimizes_the_lpt_makespan),
@@ -658,6 +721,7 @@ DKB_TEST_GROUP(run, cmocka_unit_test(decode_fixtures_are_schema_valid_and_load),
                cmocka_unit_test(bench_chart_plots_masked_calls_at_their_visible_fraction),
                cmocka_unit_test(split_policy_does_not_change_the_reference),
                cmocka_unit_test(sass_check_flags_an_unwritten_copy_descriptor),
+               cmocka_unit_test(budgets_judge_peak_memory_and_wall_time_of_real_runs),
                cmocka_unit_test(gpu_every_decode_fixture_reaches_level_6), cmocka_unit_test(gpu_split_k_agrees_with_split_1),
                cmocka_unit_test(gpu_tma_tiles_match_cp_async_tiles_bit_for_bit),
                cmocka_unit_test(gpu_run_with_counters_measures_dram_bytes))

@@ -3,15 +3,15 @@
 # preflight, the SASS check of the async copies (tools/sass-check.py), the capture module's GPU tests,
 # every decode fixture through `dkb run` (correctness against the float64 oracle, a short timing pass),
 # compute-sanitizer memcheck and racecheck on small cases, and optionally the bench matrix (compared with
-# the committed run fixtures/captured/bench-3). Everything lands in $OUT (default /tmp/dkb-gpu):
-# summary.txt plus one tarball of the bundles and logs.
-# usage: tools/gpu-smoke.sh [--bench] [--sanitize] [--no-fixtures] [FIXTURE...]
+# the committed run fixtures/captured/bench-3) and DESIGN.md's budgets (tools/budgets.py). Everything
+# lands in $OUT (default /tmp/dkb-gpu): summary.txt plus one tarball of the bundles and logs.
+# usage: tools/gpu-smoke.sh [--bench] [--sanitize] [--budgets] [--no-fixtures] [FIXTURE...]
 OUT=${OUT:-/tmp/dkb-gpu}
 W="$OUT/work"
 mkdir -p "$W/runs"
-BENCH=0; SAN=0; FIXTURES=1
+BENCH=0; SAN=0; BUDGETS=0; FIXTURES=1
 while [ $# -gt 0 ]; do
-  case "$1" in --bench) BENCH=1;; --sanitize) SAN=1;; --no-fixtures) FIXTURES=0;; *) break;; esac; shift
+  case "$1" in --bench) BENCH=1;; --sanitize) SAN=1;; --budgets) BUDGETS=1;; --no-fixtures) FIXTURES=0;; *) break;; esac; shift
 done
 FIX="$*"; [ -n "$FIX" ] || FIX=$(ls fixtures/decode/*.json)
 S="$OUT/summary.txt"
@@ -47,6 +47,10 @@ if [ "$SAN" = 1 ]; then
       printf '%-40s %-9s rc=%d %s\n' "$n" "$tool" "$?" "$(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY' "$W/san-$n-$tool.log" | head -1)" >> "$S"
     done
   done
+fi
+if [ "$BUDGETS" = 1 ]; then
+  echo "== budgets (DESIGN.md)" >> "$S"
+  python3 tools/budgets.py --out "$W/budgets" >> "$S" 2>&1; echo "budgets rc=$?" >> "$S"
 fi
 if [ "$BENCH" = 1 ]; then
   echo "== bench matrix" >> "$S"
