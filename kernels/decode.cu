@@ -1160,7 +1160,10 @@ __device__ __forceinline__ void producer_mma(const dkb_decode_params &p, const K
   }
   __syncthreads();
   // D_PAD / 4 lanes per row, four dims each, every row of a pass at once: a row per pass of the CTA made
-  // the stores 1.7 us at 4 rows and 3.5 us at 8 (H200 timeline), now 0.6 and 1.1.
+  // the stores 1.7 us at 4 rows and 3.5 us at 8 (H200 timeline), now 0.6 and 1.1. A pass costs 0.35-0.5
+  // us, nearly as much when run a second time (not instruction fetch); the slot index load 0.03 us. Tried
+  // and not kept: every pass's sums before any store, so passes overlap (no faster: B1 T131072 25.6 vs
+  // 25.1-25.7 us, B16 0.1-0.2 % and ragged 0.3 % slower; H200, three rounds).
   const int slot = p.item_slot[item];
   constexpr int LPR = D_PAD / 4, RPP = K::NT / LPR;
   const int x = (tid % LPR) * 4;
@@ -1222,7 +1225,13 @@ __global__ void __launch_bounds__(128, 3) decode_split_kv_fused_mma(const dkb_de
 // row still read the row's whole payload (256 slots x 512 bytes at B1 T131072) through one SM: 7.2 us in
 // ncu (cold caches) against 24 us for the producer; CTAs of 32 dims spread it over d_v / 32 SMs, each
 // lane group of a warp taking every fourth slot. The order of every sum is fixed (slot order within a
-// lane, then a fixed shuffle tree, warps in order): the result is deterministic.
+// lane, then a fixed shuffle tree, warps in order): the result is deterministic. Where the time goes
+// (H200, per-CTA %globaltimer, B1 T131072, 8 rows x 256 slots in 32 CTAs): the wait returns 0.67 us after
+// the last producer CTA exits; then loads and frame 0.96 us, weights and sums 0.54, the cross-warp
+// reduction 0.26, stores 0.29 (a second pass over the same slots: 0.74, 0.58, 0.16, 0.22). Tried and not
+// kept: each lane merging its own slots in a frame of its own, with no CTA-wide maximum first (scalars
+// and payloads of a lane's slots in one batch, then a tree that rescales to the larger frame): 2.2 us
+// slower at B1 T131072, 1.2 at T32768 (same machine, three rounds).
 template <typename T, typename WS, int NT, int LPS>
 __global__ void __launch_bounds__(NT) decode_split_kv_combine(const dkb_decode_params p) {
   // LPS lanes share a slot (four dims each): 32 covers 128 dims per warp and pass; 8 covers the CTA's
@@ -1485,7 +1494,9 @@ Combine combine_for(int nt, int dsplit) {
 // be read in parallel) each row is split into CTAs of 32 dims, so the payloads (slots x d_v x 4 bytes)
 // are read by d_v / 32 SMs, not one; 8 warps each (32 warps per CTA measured 0.9 us slower at B1
 // T131072, 26.1 vs 25.2 us, H200, two rounds). Else one CTA of 8 warps per row (32 warps where d_v is
-// no multiple of 32).
+// no multiple of 32). Neither narrower CTAs (16 or 8 dims: 64 or 128 CTAs at B1 T131072) nor CTAs of
+// 32 dims from 16 slots per request on (B1 T32768, 32 slots) changed a call (H200, three rounds): the
+// merge is latency, not the bytes one SM reads.
 Combine pick_combine(const dkb_decode_params &p) {
   const bool ws_bf16 = p.abi == DKB_ABI_LSE_O && p.ws_o_dtype == DKB_KDT_BF16;
   const int nt = p.B > 0 && p.total_slots / p.B >= 64 ? 1024 : 256;
