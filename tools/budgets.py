@@ -14,6 +14,7 @@ usage: tools/budgets.py [--dkb PATH] [--fixture FILE] [--out DIR] [BUNDLE...]
 Prints one line per budget (measured, limit, verdict: met, missed, or not judged and why). Exit 0 when
 none is missed, 1 when one is, 2 on usage errors, 4 when `dkb run` left no bundle to read.
 """
+import argparse
 import glob
 import json
 import os
@@ -41,32 +42,15 @@ def line(name, measured, limit, verdict, what=""):
 
 
 def main(argv):
-    dkb, fixture, out, bundles = "build/dkb", "fixtures/bench/b16-t8192-g4-contig.json", "/tmp/dkb-budgets", []
-    i = 0
-    while i < len(argv):
-        a = argv[i]
-        if a in ("--dkb", "--fixture", "--out"):
-            if i + 1 >= len(argv):
-                print(f"budgets: {a} needs a value", file=sys.stderr)
-                return 2
-            if a == "--dkb":
-                dkb = argv[i + 1]
-            elif a == "--fixture":
-                fixture = argv[i + 1]
-            else:
-                out = argv[i + 1]
-            i += 2
-        elif a in ("-h", "--help"):
-            print(__doc__)
-            return 0
-        elif a.startswith("-"):
-            print(f"budgets: unknown option {a}", file=sys.stderr)
-            return 2
-        else:
-            bundles.append(a)
-            i += 1
-    if not bundles:
-        bundles = sorted(glob.glob("fixtures/captured/*/bundle.json"))
+    ap = argparse.ArgumentParser(prog="budgets.py", description=__doc__,
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--dkb", default="build/dkb")
+    ap.add_argument("--fixture", default="fixtures/bench/b16-t8192-g4-contig.json")
+    ap.add_argument("--out", default="/tmp/dkb-budgets")
+    ap.add_argument("bundles", nargs="*", metavar="BUNDLE")
+    args = ap.parse_args(argv)  # usage errors exit 2
+    dkb, fixture, out = args.dkb, args.fixture, args.out
+    bundles = args.bundles or sorted(glob.glob("fixtures/captured/*/bundle.json"))
 
     missed = False
     run_dir = os.path.join(out, "run")
