@@ -1,5 +1,6 @@
 /* bench.c - `dkb bench`: a sweep of decode calls against the streaming-read roofline. */
 #include <getopt.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -86,8 +87,9 @@ int cmd_bench(int argc, char **argv) {
     for (int g = 0; g < 2; g++) snprintf(r.floor[g].reason, sizeof r.floor[g].reason, "%s", r.reason);
   }
   printf("bandwidth = (unique K/V bytes + Q bytes + O bytes) / median time, decimal TB/s; fraction = bandwidth / roofline\n");
-  printf("%-34s %-15s %5s %6s %4s %7s %10s %6s %7s %6s %8s %6s %5s\n", "case", "layout", "B", "T", "g", "split", "median_us",
-         "noise", "TB/s", "frac", "vis_TB/s", "vfrac", "level");
+  printf("excess = median - launch floor - (visible K/V + Q + O bytes) / roofline: the cost beyond an empty launch and the read\n");
+  printf("%-34s %-15s %5s %6s %4s %7s %10s %6s %7s %6s %8s %6s %7s %5s\n", "case", "layout", "B", "T", "g", "split", "median_us",
+         "noise", "TB/s", "frac", "vis_TB/s", "vfrac", "excess", "level");
   int rc = DKB_OK;
   for (int i = 0; i < m.n; i++) {
     struct bench_case *bc = &m.cases[i];
@@ -127,19 +129,16 @@ int cmd_bench(int argc, char **argv) {
       fprintf(stderr, "dkb: error: %s: %s\n", bc->name, err.msg);
       rc = DKB_INTERNAL;
     }
-    if (res.median_us > 0) {
-      bc->tbps = res.io_bytes / (res.median_us * 1e-6) / 1e12;
-      bc->visible_tbps = (res.visible_kv_bytes + res.io_bytes - res.kv_bytes) / (res.median_us * 1e-6) / 1e12;
-      if (r.measured) {
-        bc->frac = bc->tbps / r.tbps;
-        bc->visible_frac = bc->visible_tbps / r.tbps;
-      }
-    }
+    bc->graph = call.graph;
+    bench_case_rates(bc, &r);
     if (res.correctness == 0) rc = DKB_FAIL;
     char noise[16] = "-";  /* the samples' relative stdev: how far to trust the median */
     if (bc->samples) snprintf(noise, sizeof noise, "%.2f%%", 100 * bc->rel_stdev);
-    printf("%-34s %-15s %5d %6.0f %4d %7d %10.2f %6s %7.3f %6.3f %8.3f %6.3f %5d\n", bc->name, bc->layout, bc->B, bc->mean_len,
-           bc->H_q / bc->H_kv, bc->splits, bc->median_us, noise, bc->tbps, bc->frac, bc->visible_tbps, bc->visible_frac, bc->level);
+    char excess[16] = "-";  /* us beyond the floor and the read at the roofline */
+    if (isfinite(bc->excess_us)) snprintf(excess, sizeof excess, "%.2f", bc->excess_us);
+    printf("%-34s %-15s %5d %6.0f %4d %7d %10.2f %6s %7.3f %6.3f %8.3f %6.3f %7s %5d\n", bc->name, bc->layout, bc->B, bc->mean_len,
+           bc->H_q / bc->H_kv, bc->splits, bc->median_us, noise, bc->tbps, bc->frac, bc->visible_tbps, bc->visible_frac, excess,
+           bc->level);
     fflush(stdout);
     run_result_release(&res);
     decode_call_release(&call);

@@ -38,6 +38,7 @@ static int describe(struct bench_case *bc, struct dkb_err *err) {
   bc->H_q = c.H_q;
   bc->H_kv = c.H_kv;
   bc->d = c.dk;
+  bc->graph = c.graph;  /* dkb bench --graph sets it for every case */
   double sum = 0;
   for (int b = 0; b < c.B; b++) sum += (double)c.kv_len[b];
   bc->mean_len = sum / c.B;
@@ -54,6 +55,7 @@ static void push(struct bench_matrix *m, const char *fixture, int splits) {
   snprintf(bc->fixture, sizeof bc->fixture, "%s", fixture);
   bc->forced_splits = splits;
   bc->within_ref = -1;
+  bc->excess_us = NAN;  /* until a median and a roofline give one */
 }
 
 /* A fixture path of the matrix: relative to the matrix file's folder unless absolute. */
@@ -251,6 +253,20 @@ static void verdict(struct bench_verdict *v, int i, int is_pct, double want, dou
   va_end(ap);
 }
 
+void bench_case_rates(struct bench_case *bc, const struct bench_roofline *r) {
+  bc->tbps = bc->visible_tbps = bc->frac = bc->visible_frac = 0;
+  bc->excess_us = NAN;
+  if (bc->median_us <= 0) return;
+  const double s = bc->median_us * 1e-6, visible = bc->visible_kv_bytes + bc->io_bytes - bc->kv_bytes;
+  bc->tbps = bc->io_bytes / s / 1e12;
+  bc->visible_tbps = visible / s / 1e12;
+  if (!r->measured) return;
+  bc->frac = bc->tbps / r->tbps;
+  bc->visible_frac = bc->visible_tbps / r->tbps;
+  const struct bench_floor *f = &r->floor[bc->graph ? 1 : 0];
+  if (f->measured) bc->excess_us = bc->median_us - f->us - visible / (r->tbps * 1e12) * 1e6;
+}
+
 /* A median that counts as a measurement: from a level-6 bundle only. */
 static int measured6(const struct bench_case *bc) { return bc->ran && bc->median_us > 0 && bc->level == 6; }
 
@@ -347,6 +363,8 @@ static json_t *case_json(const struct bench_case *bc) {
   json_object_set_new(c, "rel_stdev", bc->samples ? json_real(bc->rel_stdev) : json_null());  /* null: not timed */
   json_object_set_new(c, "samples", json_integer(bc->samples));
   json_object_set_new(c, "call_key_sha256", bc->call_key[0] ? json_string(bc->call_key) : json_null());
+  json_object_set_new(c, "graph", json_boolean(bc->graph));
+  json_object_set_new(c, "excess_us", isfinite(bc->excess_us) ? json_real(bc->excess_us) : json_null());
   return c;
 }
 
@@ -413,6 +431,9 @@ int bench_write(const char *dir, const struct bench_matrix *m, const struct benc
                           dkb_roofline_symbol, "reason", r->reason, "bandwidth_formula",
                           "(unique K/V bytes + Q bytes + O bytes) / median time, decimal TB/s; visible: K/V of non-SKIP tiles only",
                           "cases", cases);
+  json_object_set_new(doc, "excess_formula",
+                      json_string("median_us - launch_floor median_us (graph: launch_floor.graph) - (visible K/V + Q + O "
+                                  "bytes) / roofline: the call's cost beyond an empty launch and its read at the roofline"));
   json_t *targets = json_array();
   for (int i = 0; i < nv; i++)
     json_array_append_new(targets, json_pack("{s:s,s:s,s:f,s:o,s:s}", "case", m->cases[v[i].case_index].name, "target", v[i].what,
@@ -434,14 +455,17 @@ int bench_write(const char *dir, const struct bench_matrix *m, const struct benc
   dkb_buf_addc(&b, '\n');
   if (dkb_path_join(path, sizeof path, dir, "bench.json") || dkb_write_atomic(path, b.p, b.n, err)) goto cleanup;
   dkb_buf_release(&b);
-  dkb_buf_adds(&b, "name,layout,B,S_q,H_q,H_kv,d,dtype,mean_kv_len,splits,median_us,io_bytes,tbps,roofline_fraction,visible_tbps,visible_roofline_fraction,tiles_skip,tiles_full,tiles_partial,level,rel_stdev,samples\n");
+  dkb_buf_adds(&b, "name,layout,B,S_q,H_q,H_kv,d,dtype,mean_kv_len,splits,median_us,io_bytes,tbps,roofline_fraction,visible_tbps,visible_roofline_fraction,tiles_skip,tiles_full,tiles_partial,level,rel_stdev,samples,graph,excess_us\n");
   for (int i = 0; i < m->n; i++) {
     const struct bench_case *bc = &m->cases[i];
     char rs[32] = "";  /* empty when not timed */
     if (bc->samples) snprintf(rs, sizeof rs, "%.5f", bc->rel_stdev);
-    dkb_buf_addf(&b, "%s,%s,%d,%d,%d,%d,%d,%s,%.1f,%d,%.3f,%.0f,%.4f,%.4f,%.4f,%.4f,%lld,%lld,%lld,%d,%s,%lld\n", bc->name, bc->layout,
-                 bc->B, bc->C, bc->H_q, bc->H_kv, bc->d, bc->dtype, bc->mean_len, bc->splits, bc->median_us, bc->io_bytes, bc->tbps,
-                 bc->frac, bc->visible_tbps, bc->visible_frac, bc->tiles[0], bc->tiles[1], bc->tiles[2], bc->level, rs, bc->samples);
+    char ex[32] = "";  /* empty when not derivable */
+    if (isfinite(bc->excess_us)) snprintf(ex, sizeof ex, "%.3f", bc->excess_us);
+    dkb_buf_addf(&b, "%s,%s,%d,%d,%d,%d,%d,%s,%.1f,%d,%.3f,%.0f,%.4f,%.4f,%.4f,%.4f,%lld,%lld,%lld,%d,%s,%lld,%d,%s\n", bc->name,
+                 bc->layout, bc->B, bc->C, bc->H_q, bc->H_kv, bc->d, bc->dtype, bc->mean_len, bc->splits, bc->median_us, bc->io_bytes,
+                 bc->tbps, bc->frac, bc->visible_tbps, bc->visible_frac, bc->tiles[0], bc->tiles[1], bc->tiles[2], bc->level, rs,
+                 bc->samples, bc->graph, ex);
   }
   if (dkb_path_join(path, sizeof path, dir, "bench.csv") || dkb_write_atomic(path, b.p, b.n, err)) goto cleanup;
   dkb_buf_release(&b);

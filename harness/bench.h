@@ -16,6 +16,7 @@ struct bench_case {
   int forced_splits;     /* 0 = the fixture's own policy; > 0 = fixed S (a different call key) */
   char layout[32];
   int B, H_q, H_kv, d, C;
+  int graph;             /* timed as CUDA graph replays (the fixture's mode, or --graph) */
   char dtype[8];
   double mean_len;       /* mean keys per request */
   /* results */
@@ -26,6 +27,7 @@ struct bench_case {
   long long samples;     /* raw samples behind median_us; 0 when the case was not timed */
   char call_key[65];     /* the bundle's call-key SHA-256: which call was timed; "" when not read */
   double tbps, frac, visible_tbps, visible_frac;
+  double excess_us;      /* bench_case_rates; NAN when there is no roofline or floor to subtract */
   int splits;
   long long tiles[3];
   char bundle_dir[600];
@@ -78,6 +80,13 @@ struct bench_roofline {
 /* Streams `bytes` through kernels/roofline.cu with the timing pass (dkb_timing_run), then times the
  * empty kernel the same way, plainly and from a graph (the floors). */
 int bench_roofline(long long bytes, const struct dkb_timing_opts *t, struct bench_roofline *r, struct dkb_err *err);
+
+/* A timed case's rates from its median and byte counts: tbps and visible_tbps, their fractions of the
+ * roofline, and excess_us = median - the launch floor of its timing mode - (visible K/V + Q + O bytes) /
+ * roofline: what the call costs beyond an empty launch and the read of what it must read at the
+ * roofline (prologue, first-tile latency, the merge, the tail, streaming below the roofline). The
+ * fractions need a measured roofline (else 0), excess_us also the floor (else NAN). */
+void bench_case_rates(struct bench_case *bc, const struct bench_roofline *r);
 
 /* The fastest forced-split case (a median exists) of case i's fixture, or -1; *forced counts the
  * fixture's forced cases and *all_level6 says whether each of them is a level-6 measurement. */

@@ -39,6 +39,15 @@ def main():
                 bad.append(f"{c['name']}: roofline_fraction is not tbps / roofline")
             if not close(c["visible_roofline_fraction"], vis / roof["tbps"]):
                 bad.append(f"{c['name']}: visible_roofline_fraction is not visible_tbps / roofline")
+        if c.get("excess_us") is not None:  # runs before it was recorded have none
+            floor = doc["launch_floor"]["graph"] if c["graph"] else doc["launch_floor"]
+            if not (roof["measured"] and floor["measured"]):
+                bad.append(f"{c['name']}: excess_us without a measured roofline and floor")
+            else:
+                read_us = (c["visible_kv_bytes"] + c["io_bytes"] - c["kv_bytes"]) / (roof["tbps"] * 1e12) * 1e6
+                ex = c["median_us"] - floor["median_us"] - read_us
+                if not close(c["excess_us"], ex):
+                    bad.append(f"{c['name']}: excess_us {c['excess_us']} is not median - floor - visible bytes / roofline = {ex}")
         if sum(c["tiles"].values()) <= 0:
             bad.append(f"{c['name']}: no tiles")
 

@@ -299,8 +299,9 @@ static void bench_writes_table_csv_json_and_svg(void **s) {
   if (r.rc) fail_msg("%s%s", r.out, r.err);
   assert_non_null(strstr(r.out, "bandwidth = (unique K/V bytes + Q bytes + O bytes) / median time"));
   assert_non_null(strstr(r.out, "name,layout,B,S_q,H_q,H_kv,d,dtype,mean_kv_len,splits,median_us"));
-  assert_non_null(strstr(r.out, ",tiles_partial,level,rel_stdev,samples\n"));
+  assert_non_null(strstr(r.out, ",tiles_partial,level,rel_stdev,samples,graph,excess_us\n"));
   assert_non_null(strstr(r.out, " median_us  noise    TB/s "));
+  assert_non_null(strstr(r.out, "vfrac  excess level\n"));
   run_result_release(&r);
   /* the launch floors (plain launches and graph replay) are recorded beside the roofline; without a GPU,
    * each with its reason */
@@ -318,9 +319,10 @@ static void bench_writes_table_csv_json_and_svg(void **s) {
              "t = [c[\"samples\"] >= 20 and c[\"rel_stdev\"] >= 0 for c in b[\"cases\"] if c[\"median_us\"] > 0]; "
              "u = [c[\"samples\"] == 0 and c[\"rel_stdev\"] is None for c in b[\"cases\"] if c[\"median_us\"] == 0]; "
              "k = all(len(c[\"call_key_sha256\"]) == 64 for c in b[\"cases\"]); "
-             "print(b[\"device\"][\"status\"], len(t), all(t), len(u), all(u), k)' %s/bench/bench.json", tmp_dir());
+             "x = all((c[\"excess_us\"] is not None) == (c[\"median_us\"] > 0 and b[\"launch_floor\"][\"measured\"]) for c in b[\"cases\"]); "
+             "print(b[\"device\"][\"status\"], len(t), all(t), len(u), all(u), k, x)' %s/bench/bench.json", tmp_dir());
   if (r.rc) fail_msg("%s%s", r.out, r.err);
-  assert_string_equal(r.out, have_gpu(why, sizeof why) ? "available 2 True 0 True True\n" : "unavailable 0 True 2 True True\n");
+  assert_string_equal(r.out, have_gpu(why, sizeof why) ? "available 2 True 0 True True True\n" : "unavailable 0 True 2 True True True\n");
   run_result_release(&r);
   run_sh(&r, "build/dkb bench --matrix fixtures/bench/matrix.json fixtures/decode/dk128-dv64.json");
   assert_int_equal(r.rc, 2);
@@ -380,6 +382,63 @@ static void bench_targets_judge_level_6_results_only(void **s) {
   n = bench_judge(&m, &r, v, 16);
   assert_int_equal(v[0].state, BENCH_NOT_MEASURED);
   assert_int_equal(v[2].state, BENCH_MISSED);    /* medians need no roofline */
+}
+
+/* excess_us = median - the launch floor of the case's timing mode - its visible bytes' read time at the
+ * roofline: B1 T131072 of the committed bench run (26.08 us, 67 MB, 4.527 TB/s, floor 2.976 us) has 8.27
+ * us beyond both; a graph case subtracts the graph floor; a masked call counts only its visible bytes;
+ * no floor, no excess. bench.json carries it, and tests/bench_check.py recomputes it independently. */
+static void bench_excess_is_the_median_beyond_the_floor_and_the_read_at_the_roofline(void **s) {
+  (void)s;
+  struct bench_case c[3];
+  for (int i = 0; i < 3; i++) {
+    measured(&c[i], i == 0 ? "t131072" : i == 1 ? "t131072-graph" : "window", "a.json", 0, i == 2 ? 12.96 : 26.08, 0, 0, 6);
+    c[i].io_bytes = 67112960;
+    c[i].kv_bytes = 67108864;
+    c[i].visible_kv_bytes = i == 2 ? 8388608 : 67108864;
+    c[i].graph = i == 1;
+    c[i].ran = 1;
+    c[i].tiles[1] = 2048;
+    snprintf(c[i].layout, sizeof c[i].layout, "contiguous_nhd");
+    c[i].mean_len = 131072;
+  }
+  struct bench_roofline r = {.measured = 1, .bytes = 8589934592.0, .median_us = 1897.408, .tbps = 8589934592.0 / 1897.408e-6 / 1e12};
+  r.floor[0] = (struct bench_floor){.measured = 1, .us = 2.976, .samples = 100};
+  r.floor[1] = (struct bench_floor){.measured = 1, .us = 2.656, .samples = 100};
+  for (int i = 0; i < 3; i++) bench_case_rates(&c[i], &r);
+  const double read_us = 67112960 / (r.tbps * 1e12) * 1e6;  /* 14.82 us */
+  assert_true(fabs(c[0].excess_us - (26.08 - 2.976 - read_us)) < 1e-9);
+  assert_true(fabs(c[0].excess_us - 8.27) < 0.01);
+  assert_true(fabs(c[1].excess_us - (26.08 - 2.656 - read_us)) < 1e-9);
+  assert_true(fabs(c[2].excess_us - (12.96 - 2.976 - (8388608 + 4096) / (r.tbps * 1e12) * 1e6)) < 1e-9);
+  assert_true(fabs(c[0].frac - c[0].tbps / r.tbps) < 1e-12);
+  /* the chain to bench.json and its independent recomputation */
+  char dir[600];
+  snprintf(dir, sizeof dir, "%s/excess", tmp_dir());
+  struct dkb_err e;
+  assert_int_equal(dkb_mkdirs(dir, &e), 0);
+  struct bench_matrix m = {.name = "t", .cases = c, .n = 3};
+  char *argv[] = {"dkb", "bench", NULL};
+  assert_int_equal(bench_write(dir, &m, &r, NULL, 0, NULL, 2, argv, &e), 0);
+  struct run_result rr;
+  run_sh(&rr, "/usr/bin/python3 tests/schema_check.py schemas/bench.schema.json %s/bench.json && /usr/bin/python3 tests/bench_check.py %s/bench.json",
+         dir, dir);
+  if (rr.rc != 0) fail_msg("exit %d\n%s%s", rr.rc, rr.out, rr.err);
+  run_result_release(&rr);
+  run_sh(&rr, "/usr/bin/python3 -c \"import json; b = json.load(open('%s/bench.json')); b['cases'][1]['excess_us'] += 0.01; "
+              "json.dump(b, open('%s/bad.json', 'w'))\" && /usr/bin/python3 tests/bench_check.py %s/bad.json", dir, dir, dir);
+  assert_int_equal(rr.rc, 1);
+  assert_non_null(strstr(rr.out, "t131072-graph: excess_us"));
+  run_result_release(&rr);
+  /* without the floor of its mode a case has no excess: null in bench.json, empty in the CSV */
+  r.floor[1].measured = 0;
+  bench_case_rates(&c[1], &r);
+  assert_true(isnan(c[1].excess_us));
+  assert_int_equal(bench_write(dir, &m, &r, NULL, 0, NULL, 2, argv, &e), 0);
+  run_sh(&rr, "/usr/bin/python3 -c \"import json; b = json.load(open('%s/bench.json')); print(b['cases'][1]['excess_us'])\" && "
+              "sed -n 3p %s/bench.csv | awk -F, '{print \"csv\", $NF \"|\"}'", dir, dir);
+  assert_string_equal(rr.out, "None\ncsv |\n");
+  run_result_release(&rr);
 }
 
 /* The roofline-fraction chart plots a masked call at its visible-bytes fraction (hollow marker), never at
@@ -719,6 +778,7 @@ DKB_TEST_GROUP(run, cmocka_unit_test(decode_fixtures_are_schema_valid_and_load),
                cmocka_unit_test(dumps_recompute_in_numpy_to_1e12), cmocka_unit_test(bench_writes_table_csv_json_and_svg),
                cmocka_unit_test(bench_targets_judge_level_6_results_only), cmocka_unit_test(bench_targets_errors_and_require_targets),
                cmocka_unit_test(bench_chart_plots_masked_calls_at_their_visible_fraction),
+               cmocka_unit_test(bench_excess_is_the_median_beyond_the_floor_and_the_read_at_the_roofline),
                cmocka_unit_test(split_policy_does_not_change_the_reference),
                cmocka_unit_test(sass_check_flags_an_unwritten_copy_descriptor),
                cmocka_unit_test(budgets_judge_peak_memory_and_wall_time_of_real_runs),
