@@ -385,7 +385,7 @@ static void bench_targets_judge_level_6_results_only(void **s) {
 }
 
 /* excess_us = median - the launch floor of the case's timing mode - its visible bytes' read time at the
- * roofline: B1 T131072 of the committed bench run (26.08 us, 67 MB, 4.527 TB/s, floor 2.976 us) has 8.27
+ * roofline: B1 T131072 of the bench run of bdd75e5 (26.08 us, 67 MB, 4.527 TB/s, floor 2.976 us) has 8.27
  * us beyond both; a graph case subtracts the graph floor; a masked call counts only its visible bytes;
  * no floor, no excess. bench.json carries it, and tests/bench_check.py recomputes it independently. */
 static void bench_excess_is_the_median_beyond_the_floor_and_the_read_at_the_roofline(void **s) {
