@@ -167,8 +167,17 @@ int cmd_bench(int argc, char **argv) {
       snprintf(gb, sizeof gb, v[i].is_pct ? "%+.1f%%" : "%.3f", v[i].got);
       got = gb;
     }
-    printf("  %-12s %-34s %s%s%s\n", bench_verdict_name(v[i].state),
-           m.cases[v[i].case_index].name, v[i].what, *got ? ": " : " (no level-6 measurement)", got);
+    char need[128] = "";  /* a missed floor: the time that would meet it, and what that leaves of the excess */
+    const struct bench_case *vc = &m.cases[v[i].case_index];
+    if (isfinite(v[i].need_us)) {
+      const int n = snprintf(need, sizeof need, " (met at %.2f us, %.2f us less", v[i].need_us, vc->median_us - v[i].need_us);
+      if (isfinite(vc->excess_us))
+        snprintf(need + n, sizeof need - (size_t)n, ": an excess of %.2f us, not %.2f)", vc->excess_us - (vc->median_us - v[i].need_us),
+                 vc->excess_us);
+      else snprintf(need + n, sizeof need - (size_t)n, ")");
+    }
+    printf("  %-12s %-34s %s%s%s%s\n", bench_verdict_name(v[i].state), vc->name, v[i].what,
+           *got ? ": " : " (no level-6 measurement)", got, need);
     missed += v[i].state == BENCH_MISSED;
     unmeasured += v[i].state == BENCH_NOT_MEASURED;
   }

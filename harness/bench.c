@@ -247,6 +247,7 @@ static void verdict(struct bench_verdict *v, int i, int is_pct, double want, dou
   v->want = want;
   v->got = measured ? got : NAN;
   v->state = !measured ? BENCH_NOT_MEASURED : met ? BENCH_MET : BENCH_MISSED;
+  v->need_us = NAN;
   va_list ap;
   va_start(ap, fmt);
   vsnprintf(v->what, sizeof v->what, fmt, ap);
@@ -289,11 +290,17 @@ int bench_judge(const struct bench_matrix *m, const struct bench_roofline *r, st
   for (int i = 0; i < m->n && n < cap; i++) {
     const struct bench_case *bc = &m->cases[i];
     const int ok = measured6(bc);
-    if (bc->want_frac > 0 && n < cap)
-      verdict(&v[n++], i, 0, bc->want_frac, bc->frac, ok && r->measured, bc->frac >= bc->want_frac, "roofline_fraction >= %.2f", bc->want_frac);
-    if (bc->want_visible_frac > 0 && n < cap)
-      verdict(&v[n++], i, 0, bc->want_visible_frac, bc->visible_frac, ok && r->measured, bc->visible_frac >= bc->want_visible_frac,
+    if (bc->want_frac > 0 && n < cap) {
+      verdict(&v[n], i, 0, bc->want_frac, bc->frac, ok && r->measured, bc->frac >= bc->want_frac, "roofline_fraction >= %.2f", bc->want_frac);
+      if (v[n].state == BENCH_MISSED) v[n].need_us = bc->median_us * bc->frac / bc->want_frac;  /* the fraction is bytes / time */
+      n++;
+    }
+    if (bc->want_visible_frac > 0 && n < cap) {
+      verdict(&v[n], i, 0, bc->want_visible_frac, bc->visible_frac, ok && r->measured, bc->visible_frac >= bc->want_visible_frac,
               "visible_roofline_fraction >= %.2f", bc->want_visible_frac);
+      if (v[n].state == BENCH_MISSED) v[n].need_us = bc->median_us * bc->visible_frac / bc->want_visible_frac;
+      n++;
+    }
     if (bc->within_ref >= 0 && n < cap) {
       const struct bench_case *ref = &m->cases[bc->within_ref];
       const int rok = measured6(ref);

@@ -52,6 +52,7 @@ struct bench_verdict {
   char what[200];     /* "roofline_fraction >= 0.92", "median within 5% of b16-t8192-g4-contig", ... */
   double want, got;   /* got: the fraction, or the % difference; NAN when not measured */
   int is_pct;         /* want and got are % differences of medians, not fractions */
+  double need_us;     /* a missed fraction floor: the median that would meet it (median x got / want); else NAN */
   enum bench_verdict_state state;
 };
 

@@ -368,9 +368,12 @@ static void bench_targets_judge_level_6_results_only(void **s) {
   assert_int_equal(n, 7);
   assert_int_equal(v[0].state, BENCH_MET);       /* contig 0.93 >= 0.92 */
   assert_int_equal(v[1].state, BENCH_MISSED);    /* paged 0.88 < 0.92 */
+  assert_true(fabs(v[1].need_us - 106.0 * 0.88 / 0.92) < 1e-9);  /* the median that would meet it */
+  assert_true(isnan(v[0].need_us) && isnan(v[2].need_us));      /* met; a median comparison */
   assert_int_equal(v[2].state, BENCH_MISSED);    /* paged 6 % slower than contig: > 5 % */
   assert_true(fabs(v[2].got - 6.0) < 1e-9);
   assert_int_equal(v[3].state, BENCH_MISSED);    /* window visible 0.48 < 0.60 */
+  assert_true(fabs(v[3].need_us - 24.0) < 1e-9);  /* 30 us x 0.48 / 0.60 */
   assert_int_equal(v[4].state, BENCH_NOT_MEASURED);  /* level 5: its number is not a measurement */
   assert_true(isnan(v[4].got));
   assert_int_equal(v[5].case_index, 0);          /* auto 100 us vs split 2 96 us: +4.2 % */
