@@ -695,9 +695,7 @@ static void source_rehash(struct lctx *c, const json_t *file, const char *fp, co
   }
   struct dkb_buf b;
   dkb_buf_init(&b);
-  char chunk[65536];
-  size_t k;
-  while ((k = fread(chunk, 1, sizeof chunk, f)) > 0) dkb_buf_add(&b, chunk, k);
+  dkb_buf_add_file(&b, f);  /* a short read hashes differently and is reported as a mismatch */
   fclose(f);
   struct text t = {b.p ? b.p : "", b.n, 0};
   for (size_t i = 0; i < t.n; i++)

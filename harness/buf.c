@@ -2,6 +2,7 @@
 #include "buf.h"
 #include "err.h"
 
+#include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -45,4 +46,11 @@ void dkb_buf_addf(struct dkb_buf *b, const char *fmt, ...) {
   vsnprintf(b->p + b->n, (size_t)k + 1, fmt, ap);
   va_end(ap);
   b->n += (size_t)k;
+}
+
+int dkb_buf_add_file(struct dkb_buf *b, FILE *f) {
+  char chunk[65536];
+  size_t k;
+  while ((k = fread(chunk, 1, sizeof chunk, f)) > 0) dkb_buf_add(b, chunk, k);
+  return ferror(f) ? (errno ? errno : EIO) : 0;
 }

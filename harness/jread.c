@@ -1,5 +1,6 @@
 /* jread.c - strict JSON reading with JSON Pointer errors (see jread.h). */
 #include "jread.h"
+#include "buf.h"
 
 #include <errno.h>
 #include <math.h>
@@ -23,27 +24,18 @@ json_t *jr_load_file(const char *path, struct dkb_err *err) {
   }
   /* The whole file, then one parse from memory: jansson's stream reader takes a locked getc per byte,
    * most of the time `dkb validate` spends on a bundle of raw samples. */
-  size_t cap = 1 << 16, n = 0, got;
-  char *buf = malloc(cap);
-  while (buf && (got = fread(buf + n, 1, cap - n, f)) > 0) {
-    n += got;
-    if (n == cap) {
-      char *more = realloc(buf, cap *= 2);
-      if (!more) free(buf);
-      buf = more;
-    }
-  }
-  const int bad = ferror(f) ? errno : 0;
+  struct dkb_buf b;
+  dkb_buf_init(&b);
+  const int bad = dkb_buf_add_file(&b, f);
   fclose(f);
-  if (!buf || bad) {
-    const int e = buf ? bad : ENOMEM;
-    free(buf);
-    dkb_err_set(err, DKB_INPUT, NULL, NULL, "cannot read '%s': %s", path, strerror(e));
+  if (bad) {
+    dkb_buf_release(&b);
+    dkb_err_set(err, DKB_INPUT, NULL, NULL, "cannot read '%s': %s", path, strerror(bad));
     return NULL;
   }
   json_error_t je;
-  json_t *doc = json_loadb(buf, n, JSON_REJECT_DUPLICATES, &je);
-  free(buf);
+  json_t *doc = json_loadb(b.p ? b.p : "", b.n, JSON_REJECT_DUPLICATES, &je);
+  dkb_buf_release(&b);
   return parsed_or_error(doc, &je, path, err);
 }
 
