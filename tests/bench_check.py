@@ -39,17 +39,17 @@ def main():
                 bad.append(f"{c['name']}: roofline_fraction is not tbps / roofline")
             if not close(c["visible_roofline_fraction"], vis / roof["tbps"]):
                 bad.append(f"{c['name']}: visible_roofline_fraction is not visible_tbps / roofline")
+        floor = doc.get("launch_floor", {}).get("graph") if c.get("graph") else doc.get("launch_floor")
+        measured = roof["measured"] and floor is not None and floor["measured"]
         if c.get("excess_us") is not None:  # runs before it was recorded (no excess_formula) have none
-            floor = doc["launch_floor"]["graph"] if c["graph"] else doc["launch_floor"]
-            if not (roof["measured"] and floor["measured"]):
+            if not measured:
                 bad.append(f"{c['name']}: excess_us without a measured roofline and floor")
             else:
                 read_us = (c["visible_kv_bytes"] + c["io_bytes"] - c["kv_bytes"]) / (roof["tbps"] * 1e12) * 1e6
                 ex = c["median_us"] - floor["median_us"] - read_us
                 if not close(c["excess_us"], ex):
                     bad.append(f"{c['name']}: excess_us {c['excess_us']} is not median - floor - visible bytes / roofline = {ex}")
-        elif "excess_formula" in doc and roof["measured"] and \
-                (doc["launch_floor"]["graph"] if c.get("graph") else doc["launch_floor"])["measured"]:
+        elif "excess_formula" in doc and measured:
             bad.append(f"{c['name']}: no excess_us in a run that records it, with its roofline and floor measured")
         if sum(c["tiles"].values()) <= 0:
             bad.append(f"{c['name']}: no tiles")
