@@ -83,6 +83,14 @@ $(BUILD)/dkb: $(CMD_O) $(BUILD)/libdkb.a
 $(BUILD)/dkb_tests: $(TEST_O) $(BUILD)/libdkb.a
 	$(CC) -o $@ $(TEST_O) $(BUILD)/libdkb.a $(LDLIBS) -lcmocka
 
+# AddressSanitizer + UndefinedBehaviorSanitizer: everything built again in build-asan, then the whole
+# suite, every dkb it starts included (tools/sanitize.sh). Not part of `make test`: it doubles the build.
+SAN_CC := $(CC) -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined
+.PHONY: sanitize
+sanitize: deps
+	@$(MAKE) --no-print-directory BUILD=build-asan CC="$(SAN_CC)" build-asan/dkb build-asan/dkb_tests
+	@tools/sanitize.sh build-asan
+
 # The test runner ends with cmocka's summary line.
 test: deps
 	@$(MAKE) --no-print-directory $(BUILD)/dkb $(BUILD)/dkb_tests

@@ -509,8 +509,7 @@ static void trace_takes_cupti_records_and_pairs_markers(void **s) {
   json_t *sum = dkb_trace_summary_json(&t);
   json_t *cl = json_object_get(json_array_get(json_object_get(sum, "kernels"), 0), "cluster");
   assert_int_equal(json_integer_value(json_array_get(cl, 1)), 2);
-  assert_capture_schema("trace_summary", sum);
-  json_decref(sum);
+  assert_capture_schema("trace_summary", sum); /* takes sum */
   assert_int_equal(sym->first->dynamic_smem, 128);
   assert_int_equal(sym->first->stream_id, 13);
   dkb_trace_release(&t);

@@ -719,7 +719,11 @@ static void assert_budget(const char *out, const char *name, const char *verdict
   buf[0] = '\n';
   strcpy(buf + 1, out);
   const char *l = strstr(buf, key);
-  if (!l) fail_msg("no %s line in:\n%s", name, out);
+  if (!l) {
+    free(buf);
+    fail_msg("no %s line in:\n%s", name, out);
+    return;
+  }
   const char *e = strchr(l + 1, '\n');
   const size_t n = e ? (size_t)(e - l) : strlen(l);
   char one[512];
