@@ -91,6 +91,20 @@ sanitize: deps
 	@$(MAKE) --no-print-directory BUILD=build-asan CC="$(SAN_CC)" build-asan/dkb build-asan/dkb_tests
 	@tools/sanitize.sh build-asan
 
+# libFuzzer over dkb's three readers of untrusted JSON (tests/fuzz: fixture, bundle, contract), under
+# ASan + UBSan, FUZZ_SECONDS each, seeded from fixtures/ (tools/fuzz.sh). Not part of `make test`.
+FUZZ_SECONDS ?= 60
+FUZZ_CC := clang -fsanitize=fuzzer-no-link,address,undefined -fno-sanitize-recover=undefined
+FUZZ_T  := fixture bundle contract
+.PHONY: fuzz
+fuzz:
+	@tools/deps.sh fuzz
+	@$(MAKE) --no-print-directory BUILD=build-fuzz CC="$(FUZZ_CC)" build-fuzz/libdkb.a
+	@for t in $(FUZZ_T); do clang -std=c11 -D_GNU_SOURCE -O1 -g -fsanitize=fuzzer,address,undefined \
+	  -fno-sanitize-recover=undefined -I. -Ibuild-fuzz/gen -I$(CUDA)/include tests/fuzz/$$t.c build-fuzz/libdkb.a \
+	  $(LDLIBS) -o build-fuzz/fuzz-$$t || exit 1; done
+	@tools/fuzz.sh $(FUZZ_SECONDS) $(FUZZ_T)
+
 # The test runner ends with cmocka's summary line.
 test: deps
 	@$(MAKE) --no-print-directory $(BUILD)/dkb $(BUILD)/dkb_tests

@@ -10,6 +10,12 @@ need /usr/include/cmocka.h libcmocka-dev
 /usr/bin/python3 -c 'import jsonschema' 2>/dev/null || missing="$missing python3-jsonschema"
 /usr/bin/python3 -c 'import numpy' 2>/dev/null || missing="$missing python3-numpy"
 [ -x /usr/bin/python3 ] || missing="$missing python3"
+# `tools/deps.sh fuzz` (make fuzz): clang and its libFuzzer runtime too
+if [ "$1" = fuzz ]; then
+  need /usr/bin/clang clang
+  [ -n "$(find /usr/lib/llvm-*/lib/clang -name 'libclang_rt.fuzzer-x86_64.a' 2>/dev/null | head -1)" ] ||
+    missing="$missing libclang-rt-dev"
+fi
 [ -z "$missing" ] && exit 0
 echo "dkb: installing missing Debian packages:$missing" >&2
 SUDO=""

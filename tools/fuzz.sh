@@ -1,0 +1,41 @@
+#!/bin/sh
+# `make fuzz`: runs each libFuzzer target build-fuzz/fuzz-NAME for SECONDS (tests/fuzz/NAME.c says what
+# it checks). Corpora live in build-fuzz/corpus-NAME and grow between runs; they are seeded from
+# fixtures/ (decode and bench fixtures, contract fixtures, the captured bundles with every array cut
+# to 16 elements so one execution stays short). An input that crashes, leaks, trips a sanitizer,
+# runs over 10 s or is refused without a malformed-input error is kept as build-fuzz/NAME-*, and the
+# run fails (exit 1).
+# usage: tools/fuzz.sh SECONDS NAME...
+set -e
+cd "$(dirname "$0")/.."
+secs=$1
+shift
+for t in "$@"; do
+  c=build-fuzz/corpus-$t
+  mkdir -p "$c"
+  case $t in
+    fixture) cp fixtures/decode/*.json fixtures/bench/*.json "$c/" ;;
+    contract) cp fixtures/contracts/*.json "$c/" ;;
+    bundle) /usr/bin/python3 - "$c" <<'PY'
+import glob, json, os, sys
+def cut(v):
+    if isinstance(v, list): return [cut(x) for x in v[:16]]
+    if isinstance(v, dict): return {k: cut(x) for k, x in v.items()}
+    return v
+for f in sorted(glob.glob("fixtures/captured/*/bundle.json")):
+    with open(os.path.join(sys.argv[1], os.path.basename(os.path.dirname(f)) + ".json"), "w") as o:
+        json.dump(cut(json.load(open(f))), o, indent=1)
+PY
+    ;;
+  esac
+  rm -f build-fuzz/"$t"-*
+  echo "fuzz: $t for ${secs} s ($(ls "$c" | wc -l) inputs in $c)"
+  if ! build-fuzz/fuzz-"$t" -max_total_time="$secs" -timeout=10 -max_len=65536 -print_final_stats=1 \
+       -artifact_prefix=build-fuzz/"$t"- "$c" > build-fuzz/fuzz-"$t".log 2>&1; then
+    tail -40 build-fuzz/fuzz-"$t".log >&2
+    echo "fuzz: $t failed; the input is $(ls build-fuzz/"$t"-* 2>/dev/null | head -1)" >&2
+    exit 1
+  fi
+  grep -E "^Done|stat::number_of_executed_units" build-fuzz/fuzz-"$t".log | head -1
+done
+echo "fuzz: no findings"
