@@ -91,11 +91,12 @@ sanitize: deps
 	@$(MAKE) --no-print-directory BUILD=build-asan CC="$(SAN_CC)" build-asan/dkb build-asan/dkb_tests
 	@tools/sanitize.sh build-asan
 
-# libFuzzer over dkb's three readers of untrusted JSON (tests/fuzz: fixture, bundle, contract), under
-# ASan + UBSan, FUZZ_SECONDS each, seeded from fixtures/ (tools/fuzz.sh). Not part of `make test`.
+# libFuzzer under ASan + UBSan over dkb's readers of untrusted JSON (tests/fuzz: decode fixture, bundle,
+# contract fixture, bench result, bench matrix), FUZZ_SECONDS each, seeded from fixtures/ (tools/fuzz.sh).
+# Not part of `make test`.
 FUZZ_SECONDS ?= 60
 FUZZ_CC := clang -fsanitize=fuzzer-no-link,address,undefined -fno-sanitize-recover=undefined
-FUZZ_T  := fixture bundle contract
+FUZZ_T  := fixture bundle contract benchrun matrix
 .PHONY: fuzz
 fuzz:
 	@tools/deps.sh fuzz

@@ -13,12 +13,14 @@
 #include "oracles/dtype.h"
 #include "oracles/kv_address.h"
 
+#include <errno.h>
 #include <libgen.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <stdarg.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include <cuda_runtime_api.h>
 
@@ -145,6 +147,9 @@ int bench_matrix_load(const char *path, struct bench_matrix *m, struct dkb_err *
     if (jr_keys(&r, cj, p, creq, copt) || jr_str(&r, cj, p, "fixture", 1, &fx)) goto fail;
     char full[4700];
     matrix_path(full, sizeof full, base, fx);
+    struct stat st;  /* a fixture that is not there (or a folder) is this entry's error, not the fixture's */
+    const int gone = stat(full, &st) ? errno : S_ISDIR(st.st_mode) ? EISDIR : 0;
+    if (gone) { jr_fail(&r, p, "fixture", "cannot open '%s': %s", full, strerror(gone)); goto fail; }
     const json_t *sp = json_object_get(cj, "splits");
     const int first = m->n;  /* this entry's cases are [first, m->n) */
     if (!sp) push(m, full, 0);

@@ -473,8 +473,8 @@ static void bench_chart_plots_masked_calls_at_their_visible_fraction(void **s) {
   run_result_release(&rr);
 }
 
-/* Malformed targets name the matrix, the JSON Pointer and the reason; --require-targets on a host that
- * cannot measure exits 4. */
+/* Malformed targets, and a fixture that is not there, name the matrix, the JSON Pointer and the reason;
+ * --require-targets on a host that cannot measure exits 4. */
 static void bench_targets_errors_and_require_targets(void **s) {
   (void)s;
   static const struct { const char *target, *err; } bad[] = {
@@ -498,6 +498,15 @@ static void bench_targets_errors_and_require_targets(void **s) {
     assert_string_equal(r.err, want);
     run_result_release(&r);
   }
+  /* a fixture the matrix names but that is not there: the matrix's entry is the error */
+  const char *mpath = tmp_file("bench-missing-fixture.json",
+                               "{\"schema\": \"dkb.bench-matrix/v1\", \"name\": \"t\", \"cases\": [{\"fixture\": \"nope-fixture.json\"}]}");
+  run_sh(&r, "build/dkb bench --matrix %s -o %s/bench-target-out", mpath, tmp_dir());
+  snprintf(want, sizeof want, "dkb: error: %s: /cases/0/fixture: cannot open '%s/nope-fixture.json': No such file or directory\n",
+           mpath, tmp_dir());
+  assert_int_equal(r.rc, 3);
+  assert_string_equal(r.err, want);
+  run_result_release(&r);
   char why[256];
   if (have_gpu(why, sizeof why)) return;  /* the exit-4 path is for hosts without a GPU */
   snprintf(doc, sizeof doc, "{\"schema\": \"dkb.bench-matrix/v1\", \"name\": \"t\", \"cases\": [{\"fixture\": "

@@ -2,7 +2,7 @@
 # `make fuzz`: runs each libFuzzer target build-fuzz/fuzz-NAME for SECONDS (tests/fuzz/NAME.c says what
 # it checks). Corpora live in build-fuzz/corpus-NAME and grow between runs; they are seeded from
 # fixtures/ (decode and bench fixtures, contract fixtures, the captured bundles with every array cut
-# to 16 elements so one execution stays short). An input that crashes, leaks, trips a sanitizer,
+# to 16 elements so one execution stays short, the captured bench results, the bench matrices). An input that crashes, leaks, trips a sanitizer,
 # runs over 10 s or is refused without a malformed-input error is kept as build-fuzz/NAME-*, and the
 # run fails (exit 1).
 # usage: tools/fuzz.sh SECONDS NAME...
@@ -27,6 +27,12 @@ for f in sorted(glob.glob("fixtures/captured/*/bundle.json")):
         json.dump(cut(json.load(open(f))), o, indent=1)
 PY
     ;;
+    benchrun) for f in fixtures/captured/bench*/bench.json; do cp "$f" "$c/$(basename "$(dirname "$f")").json"; done ;;
+    matrix) cp fixtures/bench/matrix.json fixtures/bench/quick.json "$c/"
+      # the matrix under test lives beside links to the fixtures its cases name
+      export DKB_FUZZ_DIR="$PWD/build-fuzz/bench-fixtures"
+      mkdir -p "$DKB_FUZZ_DIR"
+      for f in fixtures/bench/*.json; do ln -sf "$PWD/$f" "$DKB_FUZZ_DIR/"; done ;;
   esac
   rm -f build-fuzz/"$t"-*
   echo "fuzz: $t for ${secs} s ($(ls "$c" | wc -l) inputs in $c)"
@@ -38,4 +44,5 @@ PY
   fi
   grep -E "^Done|stat::number_of_executed_units" build-fuzz/fuzz-"$t".log | head -1
 done
+rm -f /tmp/dkb-fuzz-benchrun-*.json build-fuzz/bench-fixtures/matrix-*.json
 echo "fuzz: no findings"
