@@ -106,6 +106,13 @@ fuzz:
 	  $(LDLIBS) -o build-fuzz/fuzz-$$t || exit 1; done
 	@tools/fuzz.sh $(FUZZ_SECONDS) $(FUZZ_T)
 
+# What tools/gpu-smoke.sh --asan needs on a GPU machine: the ASan build and the two sanitizer runtimes.
+.PHONY: build-asan/carry
+build-asan/carry:
+	@$(MAKE) --no-print-directory BUILD=build-asan CC="$(SAN_CC)" build-asan/dkb build-asan/dkb_tests
+	@mkdir -p $@
+	cp build-asan/dkb build-asan/dkb_tests $$($(CC) -print-file-name=libasan.so.8) $$($(CC) -print-file-name=libubsan.so.1) $@/
+
 # The test runner ends with cmocka's summary line.
 test: deps
 	@$(MAKE) --no-print-directory $(BUILD)/dkb $(BUILD)/dkb_tests
