@@ -860,7 +860,9 @@ __device__ void fused_combine(const dkb_decode_params &p, int b, int h, int g, i
 // costs more than the global merge it saves beyond 2 (H200, same machine, two rounds against the global
 // fused merge: 2 CTAs B16 T8192 -0.5 %, paged -0.4 %, window 1024 -3.1 %, 4 documents -2.1 %; 3 CTAs
 // B16 T8192 +38 %, window 1024 +45 %; 4 CTAs B16 -0.6 %, B4 T4096 graph -1.6 %, window 1024 +3 %; 8 CTAs
-// B4 T4096 +1.2 %, paged graph +3.7 %).
+// B4 T4096 +1.2 %, paged graph +3.7 %). Nor do clusters of 2 or 4 K/V heads x 2 slots, which would put
+// the heads that share a paged page on one GPC: B16 T8192 contiguous 124.2 -> 137.4-138.2 us, paged
+// 126.8 -> 135.0-135.7, window 1024 23.9 -> 25.1 (H200, three rounds; 35 of 35 fixtures correct).
 constexpr int kClusterMax = 2;
 
 // ---- cluster merge: a request's S CTAs of one K/V head merge their states in distributed shared memory --
