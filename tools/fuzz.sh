@@ -1,10 +1,10 @@
 #!/bin/sh
 # `make fuzz`: runs each libFuzzer target build-fuzz/fuzz-NAME for SECONDS (tests/fuzz/NAME.c says what
 # it checks). Corpora live in build-fuzz/corpus-NAME and grow between runs; they are seeded from
-# fixtures/ (decode and bench fixtures, contract fixtures, the captured bundles with every array cut
-# to 16 elements so one execution stays short, the captured bench results, the bench matrices). An input that crashes, leaks, trips a sanitizer,
-# runs over 10 s or is refused without a malformed-input error is kept as build-fuzz/NAME-*, and the
-# run fails (exit 1).
+# fixtures/: decode and bench fixtures, contract fixtures, the captured bundles with every array cut to
+# 16 elements (so one execution stays short), the captured bench results, the bench matrices. An input
+# that crashes, leaks, trips a sanitizer, runs over 10 s or is refused without a malformed-input error
+# is kept as build-fuzz/NAME-*, and the run fails (exit 1).
 # usage: tools/fuzz.sh SECONDS NAME...
 set -e
 cd "$(dirname "$0")/.."
