@@ -3,6 +3,7 @@
  * flashinfer include/flashinfer/attention/scheduler.cuh), not copied. */
 #include "schedule.h"
 #include "split_state.h"
+#include "harness/err.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -122,6 +123,7 @@ void sched_schedule_release(struct sched_schedule *s) {
 
 static void push(struct sched_schedule *s, size_t *cap, int worker, size_t output, long long start, long long end) {
   if (s->nfrag == *cap) s->frag = realloc(s->frag, (*cap = *cap ? 2 * *cap : 16) * sizeof *s->frag);
+  if (!s->frag) DKB_BUG("out of memory for %zu schedule fragments", *cap);
   s->frag[s->nfrag++] = (struct sched_fragment){worker, output, start, end};
   s->load[worker] += end - start;
 }
