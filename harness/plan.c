@@ -1,5 +1,6 @@
 /* plan.c - split planning over visible tiles (see plan.h). */
 #include "plan.h"
+#include "err.h"
 #include "kernels/decode.h"
 #include "oracles/dtype.h"
 #include "oracles/split_state.h"
@@ -26,6 +27,8 @@ static void push_item(struct builder *bl, int b, int64_t lo, int64_t hi) {
     p->item_slot = realloc(p->item_slot, (size_t)bl->cap * sizeof *p->item_slot);
     p->item_n = realloc(p->item_n, (size_t)bl->cap * sizeof *p->item_n);
     p->item_base = realloc(p->item_base, (size_t)bl->cap * sizeof *p->item_base);
+    if (!p->item_b || !p->item_lo || !p->item_hi || !p->item_slot || !p->item_n || !p->item_base)
+      DKB_BUG("out of memory for %d plan items", bl->cap);
   }
   p->item_n[p->n_items] = bl->L->len[b];
   p->item_base[p->n_items] = kv_request_base(bl->L, b);
@@ -48,7 +51,10 @@ static int visible_ranges(const struct decode_call *c, const struct decode_input
     tiles[cl]++;
     if (cl == TILE_SKIP) continue;
     if (n && r[n - 1].e == k0) { r[n - 1].e = k1; continue; }
-    if (n == cap) r = realloc(r, (size_t)(cap = cap ? 2 * cap : 4) * sizeof *r);
+    if (n == cap) {
+      r = realloc(r, (size_t)(cap = cap ? 2 * cap : 4) * sizeof *r);
+      if (!r) DKB_BUG("out of memory for %d ranges", cap);
+    }
     r[n].a = k0;
     r[n].e = k1;
     n++;
