@@ -92,9 +92,10 @@ sanitize: deps
 	@tools/sanitize.sh build-asan
 
 # libFuzzer under ASan + UBSan over dkb's readers of untrusted JSON (tests/fuzz: decode fixture, bundle,
-# contract fixture, bench result, bench matrix), FUZZ_SECONDS each, seeded from fixtures/ (tools/fuzz.sh).
-# Not part of `make test`.
+# contract fixture, bench result, bench matrix), FUZZ_SECONDS each, or FUZZ_RUNS inputs from a fixed seed
+# (CI), seeded from fixtures/ (tools/fuzz.sh). Not part of `make test`.
 FUZZ_SECONDS ?= 60
+FUZZ_RUNS ?=
 FUZZ_CC := clang -fsanitize=fuzzer-no-link,address,undefined -fno-sanitize-recover=undefined
 FUZZ_T  := fixture bundle contract benchrun matrix
 .PHONY: fuzz
@@ -104,7 +105,7 @@ fuzz:
 	@for t in $(FUZZ_T); do clang -std=c11 -D_GNU_SOURCE -O1 -g -fsanitize=fuzzer,address,undefined \
 	  -fno-sanitize-recover=undefined -I. -Ibuild-fuzz/gen -I$(CUDA)/include tests/fuzz/$$t.c build-fuzz/libdkb.a \
 	  $(LDLIBS) -o build-fuzz/fuzz-$$t || exit 1; done
-	@tools/fuzz.sh $(FUZZ_SECONDS) $(FUZZ_T)
+	@FUZZ_RUNS=$(FUZZ_RUNS) tools/fuzz.sh $(FUZZ_SECONDS) $(FUZZ_T)
 
 # What tools/gpu-smoke.sh --asan needs on a GPU machine: the ASan build and the two sanitizer runtimes.
 .PHONY: build-asan/carry

@@ -4,12 +4,16 @@
 # fixtures/: decode and bench fixtures, contract fixtures, the captured bundles with every array cut to
 # 16 elements (so one execution stays short), the captured bench results, the bench matrices. An input
 # that crashes, leaks, trips a sanitizer, runs over 10 s or is refused without a malformed-input error
-# is kept as build-fuzz/NAME-*, and the run fails (exit 1).
-# usage: tools/fuzz.sh SECONDS NAME...
+# is kept as build-fuzz/NAME-*, and the run fails (exit 1). With FUZZ_RUNS=N set (CI), each target
+# instead runs N inputs from seed 1: the same inputs on every run of a fresh clone, so a finding is
+# reproducible and a pass is not luck.
+# usage: [FUZZ_RUNS=N] tools/fuzz.sh SECONDS NAME...
 set -e
 cd "$(dirname "$0")/.."
 secs=$1
 shift
+budget="-max_total_time=$secs"
+[ -z "${FUZZ_RUNS:-}" ] || budget="-runs=$FUZZ_RUNS -seed=1"
 for t in "$@"; do
   c=build-fuzz/corpus-$t
   mkdir -p "$c"
@@ -35,8 +39,8 @@ PY
       for f in fixtures/bench/*.json; do ln -sf "$PWD/$f" "$DKB_FUZZ_DIR/"; done ;;
   esac
   rm -f build-fuzz/"$t"-*
-  echo "fuzz: $t for ${secs} s ($(ls "$c" | wc -l) inputs in $c)"
-  if ! build-fuzz/fuzz-"$t" -max_total_time="$secs" -timeout=10 -max_len=65536 -print_final_stats=1 \
+  echo "fuzz: $t, $budget ($(ls "$c" | wc -l) inputs in $c)"
+  if ! build-fuzz/fuzz-"$t" $budget -timeout=10 -max_len=65536 -print_final_stats=1 \
        -artifact_prefix=build-fuzz/"$t"- "$c" > build-fuzz/fuzz-"$t".log 2>&1; then
     tail -40 build-fuzz/fuzz-"$t".log >&2
     echo "fuzz: $t failed; the input is $(ls build-fuzz/"$t"-* 2>/dev/null | head -1)" >&2
