@@ -13,7 +13,13 @@ cd "$(dirname "$0")/.."
 secs=$1
 shift
 budget="-max_total_time=$secs"
-[ -z "${FUZZ_RUNS:-}" ] || budget="-runs=$FUZZ_RUNS -seed=1"
+norand=""
+if [ -n "${FUZZ_RUNS:-}" ]; then
+  budget="-runs=$FUZZ_RUNS -seed=1 -use_cmp=0"
+  # libFuzzer's comparison hints can hold pointer values: without them (-use_cmp=0), and without address
+  # randomization, two runs from the same seed try the same inputs
+  ! setarch "$(uname -m)" -R true 2>/dev/null || norand="setarch $(uname -m) -R"
+fi
 for t in "$@"; do
   c=build-fuzz/corpus-$t
   mkdir -p "$c"
@@ -40,7 +46,7 @@ PY
   esac
   rm -f build-fuzz/"$t"-*
   echo "fuzz: $t, $budget ($(ls "$c" | wc -l) inputs in $c)"
-  if ! build-fuzz/fuzz-"$t" $budget -timeout=10 -max_len=65536 -print_final_stats=1 \
+  if ! $norand build-fuzz/fuzz-"$t" $budget -timeout=10 -max_len=65536 -print_final_stats=1 \
        -artifact_prefix=build-fuzz/"$t"- "$c" > build-fuzz/fuzz-"$t".log 2>&1; then
     tail -40 build-fuzz/fuzz-"$t".log >&2
     echo "fuzz: $t failed; the input is $(ls build-fuzz/"$t"-* 2>/dev/null | head -1)" >&2
