@@ -5,8 +5,8 @@
 # 16 elements (so one execution stays short), the captured bench results, the bench matrices. An input
 # that crashes, leaks, trips a sanitizer, runs over 10 s or is refused without a malformed-input error
 # is kept as build-fuzz/NAME-*, and the run fails (exit 1). With FUZZ_RUNS=N set (CI), each target
-# instead runs N inputs from seed 1: the same inputs on every run of a fresh clone, so a finding is
-# reproducible and a pass is not luck.
+# instead runs N inputs from seed 1: the same inputs on every run of a fresh clone, so a finding
+# reproduces.
 # usage: [FUZZ_RUNS=N] tools/fuzz.sh SECONDS NAME...
 set -e
 cd "$(dirname "$0")/.."
