@@ -2,13 +2,8 @@
 #include "fuzz.h"
 #include "harness/bench_diff.h"
 
-#include <unistd.h>
-
 int LLVMFuzzerTestOneInput(const uint8_t *d, size_t n) {
-  static char path[64];
-  if (!path[0]) snprintf(path, sizeof path, "/tmp/dkb-fuzz-benchrun-%d.json", (int)getpid());
-  FILE *f = fopen(path, "wb");
-  if (!f || fwrite(d, 1, n, f) != n || fclose(f)) abort();
+  const char *path = fuzz_file(d, n, NULL, "dkb-fuzz-benchrun");
   struct bench_run r;
   struct dkb_err err;
   dkb_err_clear(&err);

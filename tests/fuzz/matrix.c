@@ -4,16 +4,8 @@
 #include "fuzz.h"
 #include "harness/bench.h"
 
-#include <unistd.h>
-
 int LLVMFuzzerTestOneInput(const uint8_t *d, size_t n) {
-  static char path[4200];
-  if (!path[0]) {
-    const char *dir = getenv("DKB_FUZZ_DIR");
-    snprintf(path, sizeof path, "%s/matrix-%d.json", dir ? dir : "/tmp", (int)getpid());
-  }
-  FILE *f = fopen(path, "wb");
-  if (!f || fwrite(d, 1, n, f) != n || fclose(f)) abort();
+  const char *path = fuzz_file(d, n, getenv("DKB_FUZZ_DIR"), "matrix");
   struct bench_matrix m;
   struct dkb_err err;
   dkb_err_clear(&err);
