@@ -286,8 +286,7 @@ static void finding(struct lctx *c, int level, const char *reason, const char *p
   struct ladder_result *res = c->res;
   if (res->n == res->cap) {
     res->cap = res->cap ? 2 * res->cap : 32;
-    res->findings = realloc(res->findings, res->cap * sizeof *res->findings);
-    if (!res->findings) DKB_BUG("out of memory");
+    res->findings = DKB_REALLOC(res->findings, res->cap * sizeof *res->findings);
   }
   struct ladder_finding *f = &res->findings[res->n++];
   memset(f, 0, sizeof *f);

@@ -51,8 +51,7 @@ static int describe(struct bench_case *bc, struct dkb_err *err) {
 }
 
 static void push(struct bench_matrix *m, const char *fixture, int splits) {
-  m->cases = realloc(m->cases, (size_t)(m->n + 1) * sizeof *m->cases);
-  if (!m->cases) DKB_BUG("out of memory for %d bench cases", m->n + 1);
+  m->cases = DKB_REALLOC(m->cases, (size_t)(m->n + 1) * sizeof *m->cases);
   struct bench_case *bc = &m->cases[m->n++];
   memset(bc, 0, sizeof *bc);
   snprintf(bc->fixture, sizeof bc->fixture, "%s", fixture);

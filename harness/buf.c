@@ -19,9 +19,7 @@ static void reserve(struct dkb_buf *b, size_t extra) {
   if (b->n + extra + 1 <= b->cap) return;
   size_t cap = b->cap ? b->cap : 256;
   while (cap < b->n + extra + 1) cap *= 2;
-  char *p = realloc(b->p, cap);
-  if (!p) DKB_BUG("out of memory growing a buffer to %zu bytes", cap);
-  b->p = p;
+  b->p = DKB_REALLOC(b->p, cap);
   b->cap = cap;
 }
 

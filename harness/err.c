@@ -39,6 +39,12 @@ void dkb_err_format(const struct dkb_err *e, char *out, unsigned long n) {
     snprintf(out, n, "%s", e->msg);
 }
 
+void *dkb_realloc(void *p, size_t n, const char *file, int line) {
+  void *q = realloc(p, n ? n : 1);
+  if (!q) dkb_bug(file, line, "out of memory for %zu bytes", n);
+  return q;
+}
+
 void dkb_bug(const char *file, int line, const char *fmt, ...) {
   va_list ap;
   fprintf(stderr, "dkb: BUG: %s:%d: ", file, line);

@@ -5,6 +5,7 @@
 #define DKB_ERR_H
 
 #include <stdarg.h>
+#include <stddef.h>
 
 /* Exit codes shared by every subcommand (README "Exit codes"). */
 enum dkb_exit {
@@ -37,5 +38,9 @@ void dkb_err_format(const struct dkb_err *e, char *out, unsigned long n);
 #define DKB_BUG(...) dkb_bug(__FILE__, __LINE__, __VA_ARGS__)
 _Noreturn void dkb_bug(const char *file, int line, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
+/* realloc for every growing array: running out of memory is not an input error, so it aborts like
+ * DKB_BUG, naming the caller's file and line. */
+#define DKB_REALLOC(p, n) dkb_realloc((p), (n), __FILE__, __LINE__)
+void *dkb_realloc(void *p, size_t n, const char *file, int line);
 
 #endif

@@ -21,14 +21,12 @@ static void push_item(struct builder *bl, int b, int64_t lo, int64_t hi) {
   struct decode_plan *p = bl->p;
   if (p->n_items == bl->cap) {
     bl->cap = bl->cap ? 2 * bl->cap : 256;
-    p->item_b = realloc(p->item_b, (size_t)bl->cap * sizeof *p->item_b);
-    p->item_lo = realloc(p->item_lo, (size_t)bl->cap * sizeof *p->item_lo);
-    p->item_hi = realloc(p->item_hi, (size_t)bl->cap * sizeof *p->item_hi);
-    p->item_slot = realloc(p->item_slot, (size_t)bl->cap * sizeof *p->item_slot);
-    p->item_n = realloc(p->item_n, (size_t)bl->cap * sizeof *p->item_n);
-    p->item_base = realloc(p->item_base, (size_t)bl->cap * sizeof *p->item_base);
-    if (!p->item_b || !p->item_lo || !p->item_hi || !p->item_slot || !p->item_n || !p->item_base)
-      DKB_BUG("out of memory for %d plan items", bl->cap);
+    p->item_b = DKB_REALLOC(p->item_b, (size_t)bl->cap * sizeof *p->item_b);
+    p->item_lo = DKB_REALLOC(p->item_lo, (size_t)bl->cap * sizeof *p->item_lo);
+    p->item_hi = DKB_REALLOC(p->item_hi, (size_t)bl->cap * sizeof *p->item_hi);
+    p->item_slot = DKB_REALLOC(p->item_slot, (size_t)bl->cap * sizeof *p->item_slot);
+    p->item_n = DKB_REALLOC(p->item_n, (size_t)bl->cap * sizeof *p->item_n);
+    p->item_base = DKB_REALLOC(p->item_base, (size_t)bl->cap * sizeof *p->item_base);
   }
   p->item_n[p->n_items] = bl->L->len[b];
   p->item_base[p->n_items] = kv_request_base(bl->L, b);
@@ -51,10 +49,7 @@ static int visible_ranges(const struct decode_call *c, const struct decode_input
     tiles[cl]++;
     if (cl == TILE_SKIP) continue;
     if (n && r[n - 1].e == k0) { r[n - 1].e = k1; continue; }
-    if (n == cap) {
-      r = realloc(r, (size_t)(cap = cap ? 2 * cap : 4) * sizeof *r);
-      if (!r) DKB_BUG("out of memory for %d ranges", cap);
-    }
+    if (n == cap) r = DKB_REALLOC(r, (size_t)(cap = cap ? 2 * cap : 4) * sizeof *r);
     r[n].a = k0;
     r[n].e = k1;
     n++;

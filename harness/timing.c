@@ -96,9 +96,7 @@ enum dkb_timing_stop dkb_stop_rule_add(struct dkb_stop_rule *r, double sample_us
   if (r->n >= NOISE_MIN_SAMPLES && isfinite(noise)) {
     if (r->nnoise == r->cap) {
       size_t cap = r->cap ? 2 * r->cap : 256;
-      double *p = realloc(r->noise, cap * sizeof *p);
-      if (!p) DKB_BUG("out of memory for %zu noise values", cap);
-      r->noise = p;
+      r->noise = DKB_REALLOC(r->noise, cap * sizeof *r->noise);
       r->cap = cap;
     }
     r->noise[r->nnoise++] = noise;
@@ -200,9 +198,7 @@ int dkb_timing_run(int device, const struct dkb_timing_opts *o, dkb_launch_fn la
     DKB_CUDA_CHECK(err, cudaEventElapsedTime(&ms, start, stop));
     if (out->n == cap) {
       cap = cap ? 2 * cap : 256;
-      double *p = realloc(out->samples_us, cap * sizeof *p);
-      if (!p) DKB_BUG("out of memory for %zu samples", cap);
-      out->samples_us = p;
+      out->samples_us = DKB_REALLOC(out->samples_us, cap * sizeof *out->samples_us);
     }
     double us = 1000.0 * (double)ms;
     out->samples_us[out->n++] = us;

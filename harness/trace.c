@@ -31,10 +31,8 @@ static int nvtx_routed;
 static void *grow(void *p, size_t n, size_t *cap, size_t elem) {
   if (n < *cap) return p;
   size_t c = *cap ? 2 * *cap : 64;
-  void *q = realloc(p, c * elem);
-  if (!q) DKB_BUG("out of memory for %zu trace records", c);
   *cap = c;
-  return q;
+  return DKB_REALLOC(p, c * elem);
 }
 
 static char *dup_or_null(const char *s) {

@@ -21,8 +21,7 @@ static int64_t intern(struct names *t, const char *s) {
     if (!strcmp(t->v[i], s)) return (int64_t)i;
   if (t->n == t->cap) {
     t->cap = t->cap ? 2 * t->cap : 16;
-    t->v = realloc(t->v, t->cap * sizeof *t->v);
-    if (!t->v) DKB_BUG("out of memory");
+    t->v = DKB_REALLOC(t->v, t->cap * sizeof *t->v);
   }
   t->v[t->n] = s;
   return (int64_t)t->n++;

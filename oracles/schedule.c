@@ -122,8 +122,7 @@ void sched_schedule_release(struct sched_schedule *s) {
 }
 
 static void push(struct sched_schedule *s, size_t *cap, int worker, size_t output, long long start, long long end) {
-  if (s->nfrag == *cap) s->frag = realloc(s->frag, (*cap = *cap ? 2 * *cap : 16) * sizeof *s->frag);
-  if (!s->frag) DKB_BUG("out of memory for %zu schedule fragments", *cap);
+  if (s->nfrag == *cap) s->frag = DKB_REALLOC(s->frag, (*cap = *cap ? 2 * *cap : 16) * sizeof *s->frag);
   s->frag[s->nfrag++] = (struct sched_fragment){worker, output, start, end};
   s->load[worker] += end - start;
 }
