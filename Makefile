@@ -86,9 +86,10 @@ $(BUILD)/dkb_tests: $(TEST_O) $(BUILD)/libdkb.a
 # AddressSanitizer + UndefinedBehaviorSanitizer: everything built again in build-asan, then the whole
 # suite, every dkb it starts included (tools/sanitize.sh). Not part of `make test`: it doubles the build.
 SAN_CC := $(CC) -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined
+SAN_BUILD = @$(MAKE) --no-print-directory BUILD=build-asan CC="$(SAN_CC)" build-asan/dkb build-asan/dkb_tests
 .PHONY: sanitize
 sanitize: deps
-	@$(MAKE) --no-print-directory BUILD=build-asan CC="$(SAN_CC)" build-asan/dkb build-asan/dkb_tests
+	$(SAN_BUILD)
 	@tools/sanitize.sh build-asan
 
 # libFuzzer under ASan + UBSan over dkb's readers of untrusted JSON (tests/fuzz: decode fixture, bundle,
@@ -110,7 +111,7 @@ fuzz:
 # What tools/gpu-smoke.sh --asan needs on a GPU machine: the ASan build and the two sanitizer runtimes.
 .PHONY: build-asan/carry
 build-asan/carry:
-	@$(MAKE) --no-print-directory BUILD=build-asan CC="$(SAN_CC)" build-asan/dkb build-asan/dkb_tests
+	$(SAN_BUILD)
 	@mkdir -p $@
 	cp build-asan/dkb build-asan/dkb_tests $$($(CC) -print-file-name=libasan.so.8) $$($(CC) -print-file-name=libubsan.so.1) $@/
 
