@@ -996,6 +996,10 @@ __device__ __forceinline__ void producer_mma(const dkb_decode_params &p, const K
   unsigned char *stages = smem, *q_s = smem + K::ST * K::STAGE_BYTES;
   const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5, item = blockIdx.y + blockIdx.z * gridDim.y, h = blockIdx.x;
   if (item >= p.n_items) return;  // the last z slice of a plan with more than 65535 items
+  // Tried and not kept: for plans whose items follow item = b * S + r (equal lengths and splits), S, the
+  // chunk and the base stride as parameters and a (H_kv, S, B) grid, the item's fields taken from the block
+  // indices instead of these loads: B1 T131072 25.86-25.98 -> 26.18-26.27 us, and B16 paged, a cluster plan
+  // that never took that path, 128.7-128.9 -> 131.9-132.6 (H200, same machine, three rounds).
   const int b = p.item_b[item];
   const int64_t lo = p.item_lo[item], hi = p.item_hi[item];
   const int g = p.H_q / p.H_kv, C = p.C, R = g * C;
@@ -1165,9 +1169,22 @@ __device__ __forceinline__ void producer_mma(const dkb_decode_params &p, const K
   __syncthreads();
   // D_PAD / 4 lanes per row, four dims each, every row of a pass at once: a row per pass of the CTA made
   // the stores 1.7 us at 4 rows and 3.5 us at 8 (H200 timeline), now 0.6 and 1.1. A pass costs 0.35-0.5
-  // us, nearly as much when run a second time (not instruction fetch); the slot index load 0.03 us. Tried
-  // and not kept: every pass's sums before any store, so passes overlap (no faster: B1 T131072 25.6 vs
-  // 25.1-25.7 us, B16 0.1-0.2 % and ragged 0.3 % slower; H200, three rounds).
+  // us, nearly as much when run a second time (not instruction fetch); the slot index load 0.13-0.80 us
+  // (median 0.19, B1 T131072). Tried and not kept (H200, same machine, three rounds each):
+  // - every pass's sums before any store, so passes overlap: no faster (B1 T131072 25.6 vs 25.1-25.7 us,
+  //   B16 0.1-0.2 % and ragged 0.3 % slower);
+  // - eight dims per lane, so 8 rows (g = 8) take one pass: that epilogue 1.50 -> 1.25 us (median CTA),
+  //   T131072 paged 26.3-26.6 -> 26.1-26.3 us, contiguous within noise, but B16 0.3 % and B4 graph
+  //   0.3-0.9 % slower;
+  // - the slot index read in the prologue into shared memory, alone or with the epilogue's parameters
+  //   touched there too: 0.3-1.6 % slower on all five shapes timed.
+  // Any change to this producer moves the code of the whole kernel: these and the uniform-plan trial at the
+  // start of this producer were slower on shapes whose path they never changed.
+  // Where B1 T131072 (256 CTAs of 8 tiles) spends its 25 us (H200, per-CTA %globaltimer from the first
+  // entry): prologue 0.8-1.0 us; first tile at 2.9-5.0; then 1.57-1.88 us per tile (the CTAs' shares of
+  // the DRAM differ by up to 20 %), loops ending at 14.2-17.4; epilogue 1.4-2.5; the combine's wait returns
+  // at 19.8, 0.7 us after the last producer exits, and its CTAs exit at 21.8-22.1. The remaining 3.3 us
+  // are the two launches and the timing (an empty kernel measures 2.9).
   const int slot = p.item_slot[item];
   constexpr int LPR = D_PAD / 4, RPP = K::NT / LPR;
   const int x = (tid % LPR) * 4;
@@ -1207,6 +1224,11 @@ __device__ __forceinline__ void producer_mma(const dkb_decode_params &p, const K
   }
 }
 
+// Measured and not yet landed (it needs a bench run of its own): __launch_bounds__(128, 2), up to 255
+// registers and so 2 CTAs per SM. Ragged 315.0 -> 307.4 us on one H200 instance and 308.4 -> 306.8 on
+// another, its noise 0.73-0.95 -> 0.25-0.29 % rel stdev; B4 graph 0.1-1.1 % and B16 paged 0-0.4 % faster;
+// B1 T131072 0.7 % faster on the second instance, 0.2-3.0 % slower on the first (three rounds each). This code
+// held to 2 CTAs per SM by padding its shared memory to 80 KiB: ragged as steady but no faster (308.2-308.3).
 template <typename T, int D_PAD>
 __global__ void __launch_bounds__(128, 3) decode_split_kv_producer_mma(const dkb_decode_params p, const __grid_constant__ KvMaps maps) {
   producer_mma<T, D_PAD, false>(p, maps);
