@@ -90,7 +90,7 @@ int cmd_bench(int argc, char **argv) {
   printf("excess = median - launch floor - (visible K/V + Q + O bytes) / roofline: the cost beyond an empty launch and the read\n");
   printf("%-34s %-15s %5s %6s %4s %7s %10s %6s %7s %6s %8s %6s %7s %5s\n", "case", "layout", "B", "T", "g", "split", "median_us",
          "noise", "TB/s", "frac", "vis_TB/s", "vfrac", "excess", "level");
-  int rc = DKB_OK;
+  int rc = DKB_OK, timed = 0, clocked = 0, slowed = 0;
   for (int i = 0; i < m.n; i++) {
     struct bench_case *bc = &m.cases[i];
     struct decode_call call;
@@ -139,10 +139,17 @@ int cmd_bench(int argc, char **argv) {
     printf("%-34s %-15s %5d %6.0f %4d %7d %10.2f %6s %7.3f %6.3f %8.3f %6.3f %7s %5d\n", bc->name, bc->layout, bc->B, bc->mean_len,
            bc->H_q / bc->H_kv, bc->splits, bc->median_us, noise, bc->tbps, bc->frac, bc->visible_tbps, bc->visible_frac, excess,
            bc->level);
+    char note[2048];
+    if (bench_clock_note(bc, note, sizeof note)) printf("  clocks: %s %s\n", bc->name, note);
+    timed += bc->samples > 0;
+    clocked += bc->samples > 0 && bc->clocks_reported;
+    slowed += bc->slowed;
     fflush(stdout);
     run_result_release(&res);
     decode_call_release(&call);
   }
+  if (timed && clocked < timed) printf("clocks: NVML reported no clocks for %d of %d timed cases\n", timed - clocked, timed);
+  if (clocked) printf("clocks: %d of %d timed cases ran with a slowdown reason active (NVML, before and after each)\n", slowed, clocked);
   /* auto versus the best forced split count of the same fixture */
   for (int i = 0; i < m.n; i++) {
     const struct bench_case *a = &m.cases[i];
@@ -176,8 +183,10 @@ int cmd_bench(int argc, char **argv) {
                  vc->excess_us);
       else snprintf(need + n, sizeof need - (size_t)n, ")");
     }
-    printf("  %-12s %-34s %s%s%s%s\n", bench_verdict_name(v[i].state), vc->name, v[i].what,
-           *got ? ": " : " (no level-6 measurement)", got, need);
+    char note[2048], slow[2056] = "";  /* a verdict on a slowed case says so: its miss may be the machine's */
+    if (bench_clock_note(vc, note, sizeof note)) snprintf(slow, sizeof slow, " [%s]", note);
+    printf("  %-12s %-34s %s%s%s%s%s\n", bench_verdict_name(v[i].state), vc->name, v[i].what,
+           *got ? ": " : " (no level-6 measurement)", got, need, slow);
     missed += v[i].state == BENCH_MISSED;
     unmeasured += v[i].state == BENCH_NOT_MEASURED;
   }

@@ -7,6 +7,7 @@
 #include "fsutil.h"
 #include "gpucheck.h"
 #include "jread.h"
+#include "nvml.h"
 #include "timing.h"
 #include "evidence/bundle.h"
 #include "kernels/kernels.h"
@@ -328,6 +329,61 @@ int bench_judge(const struct bench_matrix *m, const struct bench_roofline *r, st
   return n;
 }
 
+/* The next name of a comma-separated list at *p (its length in *n); 0 at the end. */
+static int next_name(const char **p, size_t *n) {
+  if (!**p) return 0;
+  *n = strcspn(*p, ",");
+  return 1;
+}
+static void skip_name(const char **p, size_t n) { *p += n + ((*p)[n] == ','); }
+
+/* Appends reason to the comma-separated list unless it is there already. */
+static void add_reason(char *list, size_t cap, const char *reason) {
+  const size_t n = strlen(reason);
+  size_t m;
+  for (const char *p = list; next_name(&p, &m); skip_name(&p, m))
+    if (m == n && !strncmp(p, reason, n)) return;
+  const size_t used = strlen(list);
+  if (used + (used > 0) + n + 1 > cap) return;  /* not reached: the list holds all 64 reason bits */
+  snprintf(list + used, cap - used, "%s%s", used ? "," : "", reason);
+}
+
+/* The NVML samples taken around the timed region: the SM clock and the clock event reasons active at
+ * either. A sample NVML could not take is {"not_reported": "why"}, a field it does not support is
+ * absent: both leave the case's clocks unreported, never a guess. The caller has reset them. */
+static int read_clocks(struct jr *r, const json_t *timing, struct bench_case *bc) {
+  static const char *const base = "/measurement/timing", *const key[2] = {"clocks_before", "clocks_after"};
+  for (int k = 0; k < 2; k++) {
+    if (!json_object_get(timing, key[k])) continue;
+    char p[DKB_PTR_MAX], pe[DKB_PTR_MAX], pn[DKB_PTR_MAX], pi[DKB_PTR_MAX];
+    jr_ptr_key(p, base, key[k]);
+    const json_t *s = jr_get(r, timing, base, key[k], 1, JSON_OBJECT);
+    long long mhz = -1;
+    if (!s || jr_int(r, s, p, "sm_clock_mhz", 0, 0, 1000000, &mhz)) return -1;
+    if (mhz >= 0) {
+      bc->sm_mhz[k] = (int)mhz;
+      bc->clocks_reported = 1;
+    }
+    if (!json_object_get(s, "clocks_event_reasons")) continue;
+    jr_ptr_key(pe, p, "clocks_event_reasons");
+    const json_t *ev = jr_get(r, s, p, "clocks_event_reasons", 1, JSON_OBJECT), *names = ev ? jr_get(r, ev, pe, "names", 1, JSON_ARRAY) : NULL;
+    if (!names) return -1;
+    bc->clocks_reported = 1;
+    jr_ptr_key(pn, pe, "names");
+    size_t i;
+    const json_t *nm;
+    json_array_foreach(names, i, nm) {
+      jr_ptr_idx(pi, pn, i);
+      if (!json_is_string(nm) || !json_string_length(nm)) return jr_fail(r, pi, NULL, "must be a reason name (got %s)", jr_type_name(nm));
+      const char *n = json_string_value(nm);
+      if (!strcmp(n, "gpu_idle")) continue;  /* idle before the timed region: not a limit on it */
+      add_reason(bc->clock_reasons, sizeof bc->clock_reasons, n);
+      bc->slowed |= dkb_nvml_reason_slows(n);
+    }
+  }
+  return 0;
+}
+
 int bench_case_read_bundle(struct bench_case *bc, int timed, struct dkb_err *err) {
   char path[700];
   if (dkb_path_join(path, sizeof path, bc->bundle_dir, "bundle.json"))
@@ -353,6 +409,11 @@ int bench_case_read_bundle(struct bench_case *bc, int timed, struct dkb_err *err
     }
     if (jr_int(&r, sum, ptr, "count", 1, 1, (long long)1 << 40, &n) || jr_num(&r, sum, ptr, "rel_stdev", 1, 0, 1e9, &rs)) goto done;
   }
+  const json_t *timing = jr_resolve(doc, "/measurement/timing");
+  bc->clocks_reported = bc->slowed = 0;
+  bc->sm_mhz[0] = bc->sm_mhz[1] = -1;
+  bc->clock_reasons[0] = 0;
+  if (json_is_object(timing) && read_clocks(&r, timing, bc)) goto done;
   snprintf(bc->call_key, sizeof bc->call_key, "%s", key);
   bc->samples = n;
   bc->rel_stdev = rs;
@@ -360,6 +421,19 @@ int bench_case_read_bundle(struct bench_case *bc, int timed, struct dkb_err *err
 done:
   json_decref(doc);
   return rc;
+}
+
+int bench_clock_note(const struct bench_case *bc, char *out, size_t n) {
+  if (n) out[0] = 0;
+  if (!bc->slowed) return 0;
+  char mhz[2][16];
+  for (int k = 0; k < 2; k++) {
+    if (bc->sm_mhz[k] >= 0) snprintf(mhz[k], sizeof mhz[k], "%d", bc->sm_mhz[k]);
+    else snprintf(mhz[k], sizeof mhz[k], "not reported");
+  }
+  snprintf(out, n, "ran slowed (%s; SM clock %s MHz before, %s after): its median is not the kernel's alone", bc->clock_reasons,
+           mhz[0], mhz[1]);
+  return 1;
 }
 
 static json_t *case_json(const struct bench_case *bc) {
@@ -377,6 +451,16 @@ static json_t *case_json(const struct bench_case *bc) {
   json_object_set_new(c, "call_key_sha256", bc->call_key[0] ? json_string(bc->call_key) : json_null());
   json_object_set_new(c, "graph", json_boolean(bc->graph));
   json_object_set_new(c, "excess_us", isfinite(bc->excess_us) ? json_real(bc->excess_us) : json_null());
+  json_t *clk = json_null();
+  if (bc->clocks_reported) {
+    json_t *reasons = json_array();
+    size_t m;
+    for (const char *p = bc->clock_reasons; next_name(&p, &m); skip_name(&p, m)) json_array_append_new(reasons, json_stringn(p, m));
+    clk = json_pack("{s:o,s:o,s:o,s:b}", "sm_mhz_before", bc->sm_mhz[0] >= 0 ? json_integer(bc->sm_mhz[0]) : json_null(),
+                    "sm_mhz_after", bc->sm_mhz[1] >= 0 ? json_integer(bc->sm_mhz[1]) : json_null(), "event_reasons", reasons,
+                    "slowed", bc->slowed);
+  }
+  json_object_set_new(c, "clocks", clk);
   return c;
 }
 
@@ -467,17 +551,22 @@ int bench_write(const char *dir, const struct bench_matrix *m, const struct benc
   dkb_buf_addc(&b, '\n');
   if (dkb_path_join(path, sizeof path, dir, "bench.json") || dkb_write_atomic(path, b.p, b.n, err)) goto cleanup;
   dkb_buf_release(&b);
-  dkb_buf_adds(&b, "name,layout,B,S_q,H_q,H_kv,d,dtype,mean_kv_len,splits,median_us,io_bytes,tbps,roofline_fraction,visible_tbps,visible_roofline_fraction,tiles_skip,tiles_full,tiles_partial,level,rel_stdev,samples,graph,excess_us\n");
+  dkb_buf_adds(&b, "name,layout,B,S_q,H_q,H_kv,d,dtype,mean_kv_len,splits,median_us,io_bytes,tbps,roofline_fraction,visible_tbps,visible_roofline_fraction,tiles_skip,tiles_full,tiles_partial,level,rel_stdev,samples,graph,excess_us,sm_mhz_after,slowed\n");
   for (int i = 0; i < m->n; i++) {
     const struct bench_case *bc = &m->cases[i];
     char rs[32] = "";  /* empty when not timed */
     if (bc->samples) snprintf(rs, sizeof rs, "%.5f", bc->rel_stdev);
     char ex[32] = "";  /* empty when not derivable */
     if (isfinite(bc->excess_us)) snprintf(ex, sizeof ex, "%.3f", bc->excess_us);
-    dkb_buf_addf(&b, "%s,%s,%d,%d,%d,%d,%d,%s,%.1f,%d,%.3f,%.0f,%.4f,%.4f,%.4f,%.4f,%lld,%lld,%lld,%d,%s,%lld,%d,%s\n", bc->name,
+    char mhz[16] = "", slow[8] = "";  /* empty when NVML reported no clocks */
+    if (bc->clocks_reported) {
+      if (bc->sm_mhz[1] >= 0) snprintf(mhz, sizeof mhz, "%d", bc->sm_mhz[1]);
+      snprintf(slow, sizeof slow, "%d", bc->slowed);
+    }
+    dkb_buf_addf(&b, "%s,%s,%d,%d,%d,%d,%d,%s,%.1f,%d,%.3f,%.0f,%.4f,%.4f,%.4f,%.4f,%lld,%lld,%lld,%d,%s,%lld,%d,%s,%s,%s\n", bc->name,
                  bc->layout, bc->B, bc->C, bc->H_q, bc->H_kv, bc->d, bc->dtype, bc->mean_len, bc->splits, bc->median_us, bc->io_bytes,
                  bc->tbps, bc->frac, bc->visible_tbps, bc->visible_frac, bc->tiles[0], bc->tiles[1], bc->tiles[2], bc->level, rs,
-                 bc->samples, bc->graph, ex);
+                 bc->samples, bc->graph, ex, mhz, slow);
   }
   if (dkb_path_join(path, sizeof path, dir, "bench.csv") || dkb_write_atomic(path, b.p, b.n, err)) goto cleanup;
   dkb_buf_release(&b);

@@ -26,6 +26,12 @@ struct bench_case {
   double rel_stdev;      /* the timing samples' stdev / mean (the bundle's summary); with samples */
   long long samples;     /* raw samples behind median_us; 0 when the case was not timed */
   char call_key[65];     /* the bundle's call-key SHA-256: which call was timed; "" when not read */
+  /* NVML around the timed region (the bundle's /measurement/timing/clocks_before and clocks_after) */
+  int clocks_reported;     /* either sample holds the SM clock or the clock event reasons */
+  int sm_mhz[2];           /* SM clock before, after; -1 when not reported */
+  char clock_reasons[1792];/* event reasons active in either sample, but gpu_idle, comma-separated: room for all
+                           * 64 bits ("unknown_0x8000000000000000" is the longest name) */
+  int slowed;              /* one of them is a slowdown (dkb_nvml_reason_slows): the median is not the kernel's alone */
   double tbps, frac, visible_tbps, visible_frac;
   double excess_us;      /* bench_case_rates; NAN when there is no roofline or floor to subtract */
   int splits;
@@ -99,9 +105,13 @@ int bench_judge(const struct bench_matrix *m, const struct bench_roofline *r, st
 const char *bench_verdict_name(enum bench_verdict_state s);
 
 /* What a comparison of two runs needs of a case, from its bundle (the record): which call it was
- * (/dispatch/call_key_sha256) and, when timed, its median's spread (/measurement/timing/summary:
- * rel_stdev, samples). */
+ * (/dispatch/call_key_sha256), when timed its median's spread (/measurement/timing/summary:
+ * rel_stdev, samples), and the clocks NVML saw around the timed region (clocks_before, clocks_after:
+ * SM clock, event reasons, whether one of them slowed the GPU). */
 int bench_case_read_bundle(struct bench_case *bc, int timed, struct dkb_err *err);
+/* For a case that ran slowed: "ran slowed (sw_power_cap; SM clock 1980 MHz before, 1755 after): its
+ * median is not the kernel's alone" in out, and 1; 0 (out empty) otherwise. */
+int bench_clock_note(const struct bench_case *bc, char *out, size_t n);
 
 /* Writes DIR/bench.json (dkb.bench/v1, with the verdicts and the device, when dev is not NULL),
  * DIR/bench.csv and DIR/roofline-fraction.svg atomically. */

@@ -9,6 +9,11 @@ import re
 import sys
 
 
+# NVML clock event reasons that hold the clocks down (power, thermal, hardware, the power brake); not
+# gpu_idle, sync_boost or the application and display clock settings.
+SLOWS = {"sw_power_cap", "hw_slowdown", "sw_thermal_slowdown", "hw_thermal_slowdown", "hw_power_brake_slowdown"}
+
+
 def close(a, b):
     return a is not None and b is not None and math.isclose(a, b, rel_tol=1e-9, abs_tol=1e-12)
 
@@ -25,6 +30,9 @@ def main():
         return c["ran"] and c["median_us"] > 0 and c["level"] == 6
 
     for c in doc["cases"]:
+        clk = c.get("clocks")  # absent in runs before it was recorded, null when NVML reported none
+        if clk is not None and clk["slowed"] != any(r in SLOWS for r in clk["event_reasons"]):
+            bad.append(f"{c['name']}: clocks.slowed is {clk['slowed']} with event reasons {clk['event_reasons']}")
         if not (c["ran"] and c["median_us"] > 0):
             continue
         s = c["median_us"] * 1e-6

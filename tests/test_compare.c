@@ -212,6 +212,85 @@ static void bench_reads_a_cases_call_key_and_spread_from_its_bundle(void **s) {
   assert_string_equal(e.pointer, "/dispatch");
 }
 
+/* Writes a bundle whose /measurement/timing holds a summary and `clocks` (its clocks_before and
+ * clocks_after members) for bench_case_read_bundle. */
+static void clock_bundle(const char *dir, const char *clocks) {
+  struct run_result r;
+  run_sh(&r, "mkdir -p %s && printf '%%s' '{\"dispatch\": {\"call_key_sha256\": \"%s\"}, \"measurement\": {\"timing\": "
+             "{\"summary\": {\"count\": 20, \"rel_stdev\": 0.01}, %s}}}' > %s/bundle.json",
+         dir, KEY64, clocks, dir);
+  assert_int_equal(r.rc, 0);
+  run_result_release(&r);
+}
+
+/* bench reads the clocks NVML saw around a case's timed region from its bundle: the SM clock of each
+ * sample, the event reasons of either but gpu_idle, and whether one of them slowed the GPU (a power
+ * cap, a thermal or hardware slowdown, the power brake; an application clock setting is not one). A
+ * sample NVML could not take leaves the clocks unreported; a malformed one is an error at its pointer. */
+static void bench_reads_a_cases_clocks_and_flags_a_slowdown(void **s) {
+  (void)s;
+  struct bench_case bc;
+  memset(&bc, 0, sizeof bc);
+  struct dkb_err e;
+  dkb_err_clear(&e);
+  char note[300];
+  /* a bundle captured on the H200: 1980 MHz before and after, no reason */
+  snprintf(bc.bundle_dir, sizeof bc.bundle_dir, "fixtures/captured/default");
+  assert_int_equal(bench_case_read_bundle(&bc, 1, &e), 0);
+  assert_true(bc.clocks_reported);
+  assert_int_equal(bc.sm_mhz[0], 1980);
+  assert_int_equal(bc.sm_mhz[1], 1980);
+  assert_string_equal(bc.clock_reasons, "");
+  assert_false(bc.slowed);
+  assert_int_equal(bench_clock_note(&bc, note, sizeof note), 0);
+  assert_string_equal(note, "");
+  /* idle before, power-capped and hot after */
+  snprintf(bc.bundle_dir, sizeof bc.bundle_dir, "%s/clocks", tmp_dir());
+  clock_bundle(bc.bundle_dir, "\"clocks_before\": {\"sm_clock_mhz\": 1980, \"clocks_event_reasons\": {\"bits\": \"0x1\", \"names\": [\"gpu_idle\"]}}, "
+                              "\"clocks_after\": {\"sm_clock_mhz\": 1755, \"clocks_event_reasons\": {\"bits\": \"0x24\", "
+                              "\"names\": [\"sw_power_cap\", \"sw_thermal_slowdown\"]}}");
+  assert_int_equal(bench_case_read_bundle(&bc, 1, &e), 0);
+  assert_true(bc.clocks_reported);
+  assert_int_equal(bc.sm_mhz[0], 1980);
+  assert_int_equal(bc.sm_mhz[1], 1755);
+  assert_string_equal(bc.clock_reasons, "sw_power_cap,sw_thermal_slowdown");
+  assert_true(bc.slowed);
+  assert_int_equal(bench_clock_note(&bc, note, sizeof note), 1);
+  assert_string_equal(note, "ran slowed (sw_power_cap,sw_thermal_slowdown; SM clock 1980 MHz before, 1755 after): its median is "
+                            "not the kernel's alone");
+  /* the application clock setting in both samples, no SM clock: reported once, not a slowdown */
+  clock_bundle(bc.bundle_dir, "\"clocks_before\": {\"clocks_event_reasons\": {\"bits\": \"0x2\", \"names\": [\"applications_clocks_setting\"]}, "
+                              "\"not_reported\": {\"sm_clock_mhz\": \"not supported\"}}, \"clocks_after\": {\"clocks_event_reasons\": "
+                              "{\"bits\": \"0x2\", \"names\": [\"applications_clocks_setting\"]}}");
+  assert_int_equal(bench_case_read_bundle(&bc, 1, &e), 0);
+  assert_true(bc.clocks_reported);
+  assert_int_equal(bc.sm_mhz[0], -1);
+  assert_int_equal(bc.sm_mhz[1], -1);
+  assert_string_equal(bc.clock_reasons, "applications_clocks_setting");
+  assert_false(bc.slowed);
+  /* no NVML: nothing reported, nothing guessed */
+  clock_bundle(bc.bundle_dir, "\"clocks_before\": {\"not_reported\": \"libnvidia-ml.so.1 not loaded\"}, "
+                              "\"clocks_after\": {\"not_reported\": \"libnvidia-ml.so.1 not loaded\"}");
+  assert_int_equal(bench_case_read_bundle(&bc, 1, &e), 0);
+  assert_false(bc.clocks_reported);
+  assert_false(bc.slowed);
+  assert_int_equal(bc.sm_mhz[1], -1);
+  /* malformed samples: the pointer of the bad value */
+  static const struct { const char *clocks, *pointer; } bad[] = {
+      {"\"clocks_after\": {\"sm_clock_mhz\": \"fast\"}", "/measurement/timing/clocks_after/sm_clock_mhz"},
+      {"\"clocks_before\": {\"clocks_event_reasons\": {\"names\": [3]}}", "/measurement/timing/clocks_before/clocks_event_reasons/names/0"},
+      {"\"clocks_before\": {\"clocks_event_reasons\": {\"bits\": \"0x0\"}}", "/measurement/timing/clocks_before/clocks_event_reasons"},
+      {"\"clocks_after\": \"hot\"", "/measurement/timing/clocks_after"},
+  };
+  for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+    clock_bundle(bc.bundle_dir, bad[i].clocks);
+    dkb_err_clear(&e);
+    assert_int_equal(bench_case_read_bundle(&bc, 1, &e), -1);
+    assert_int_equal(e.code, DKB_INPUT);
+    assert_string_equal(e.pointer, bad[i].pointer);
+  }
+}
+
 /* --json: the same verdicts as the table, in a report valid against schemas/compare-report.schema.json. */
 static void compare_json_report_is_schema_valid(void **s) {
   (void)s;
@@ -253,4 +332,5 @@ DKB_TEST_GROUP(compare, cmocka_unit_test(compare_of_a_fresh_bench_run_with_itsel
                cmocka_unit_test(compare_flags_a_case_slower_beyond_its_noise), cmocka_unit_test(compare_band_has_a_floor),
                cmocka_unit_test(compare_judges_level_6_cases_of_the_same_call), cmocka_unit_test(compare_names_the_devices),
                cmocka_unit_test(compare_rejects_bad_input_with_its_pointer),
-               cmocka_unit_test(bench_reads_a_cases_call_key_and_spread_from_its_bundle))
+               cmocka_unit_test(bench_reads_a_cases_call_key_and_spread_from_its_bundle),
+               cmocka_unit_test(bench_reads_a_cases_clocks_and_flags_a_slowdown))

@@ -299,7 +299,7 @@ static void bench_writes_table_csv_json_and_svg(void **s) {
   if (r.rc) fail_msg("%s%s", r.out, r.err);
   assert_non_null(strstr(r.out, "bandwidth = (unique K/V bytes + Q bytes + O bytes) / median time"));
   assert_non_null(strstr(r.out, "name,layout,B,S_q,H_q,H_kv,d,dtype,mean_kv_len,splits,median_us"));
-  assert_non_null(strstr(r.out, ",tiles_partial,level,rel_stdev,samples,graph,excess_us\n"));
+  assert_non_null(strstr(r.out, ",tiles_partial,level,rel_stdev,samples,graph,excess_us,sm_mhz_after,slowed\n"));
   assert_non_null(strstr(r.out, " median_us  noise    TB/s "));
   assert_non_null(strstr(r.out, "vfrac  excess level\n"));
   run_result_release(&r);
@@ -439,8 +439,51 @@ static void bench_excess_is_the_median_beyond_the_floor_and_the_read_at_the_roof
   assert_true(isnan(c[1].excess_us));
   assert_int_equal(bench_write(dir, &m, &r, NULL, 0, NULL, 2, argv, &e), 0);
   run_sh(&rr, "/usr/bin/python3 -c \"import json; b = json.load(open('%s/bench.json')); print(b['cases'][1]['excess_us'])\" && "
-              "sed -n 3p %s/bench.csv | awk -F, '{print \"csv\", $NF \"|\"}'", dir, dir);
+              "sed -n 3p %s/bench.csv | awk -F, '{print \"csv\", $(NF-2) \"|\"}'", dir, dir);
   assert_string_equal(rr.out, "None\ncsv |\n");
+  run_result_release(&rr);
+}
+
+/* A case that ran slowed carries its clocks into bench.json and the CSV (the SM clock after, slowed 1); one
+ * NVML reported nothing for has clocks null and empty columns. tests/bench_check.py re-derives "slowed"
+ * from the reasons and catches a flag that disagrees. */
+static void bench_json_and_csv_carry_a_slowed_cases_clocks(void **s) {
+  (void)s;
+  struct bench_case c[2];
+  for (int i = 0; i < 2; i++) {
+    measured(&c[i], i ? "quiet" : "hot", "a.json", 0, 26.08, 0, 0, 6);
+    c[i].io_bytes = c[i].kv_bytes = c[i].visible_kv_bytes = 67108864;
+    c[i].tiles[1] = 2048;
+    c[i].mean_len = 131072;
+    snprintf(c[i].layout, sizeof c[i].layout, "contiguous_nhd");
+  }
+  c[0].clocks_reported = c[0].slowed = 1;
+  c[0].sm_mhz[0] = 1980;
+  c[0].sm_mhz[1] = 1755;
+  snprintf(c[0].clock_reasons, sizeof c[0].clock_reasons, "sw_power_cap,sw_thermal_slowdown");
+  struct bench_roofline r = {.measured = 1, .bytes = 8589934592.0, .median_us = 1897.408, .tbps = 8589934592.0 / 1897.408e-6 / 1e12};
+  r.floor[0] = (struct bench_floor){.measured = 1, .us = 2.976, .samples = 100};
+  for (int i = 0; i < 2; i++) bench_case_rates(&c[i], &r);
+  char dir[600];
+  snprintf(dir, sizeof dir, "%s/clocks-json", tmp_dir());
+  struct dkb_err e;
+  assert_int_equal(dkb_mkdirs(dir, &e), 0);
+  struct bench_matrix m = {.name = "t", .cases = c, .n = 2};
+  char *argv[] = {"dkb", "bench", NULL};
+  assert_int_equal(bench_write(dir, &m, &r, NULL, 0, NULL, 2, argv, &e), 0);
+  struct run_result rr;
+  run_sh(&rr, "/usr/bin/python3 tests/schema_check.py schemas/bench.schema.json %s/bench.json && /usr/bin/python3 tests/bench_check.py "
+              "%s/bench.json && /usr/bin/python3 -c \"import json; b = json.load(open('%s/bench.json')); "
+              "print(json.dumps([c['clocks'] for c in b['cases']], sort_keys=True))\" && sed -n '2,3p' %s/bench.csv | awk -F, '{print $(NF-1) \"|\" $NF}'",
+         dir, dir, dir, dir);
+  if (rr.rc != 0) fail_msg("exit %d\n%s%s", rr.rc, rr.out, rr.err);
+  assert_string_equal(rr.out, "[{\"event_reasons\": [\"sw_power_cap\", \"sw_thermal_slowdown\"], \"slowed\": true, \"sm_mhz_after\": 1755, "
+                              "\"sm_mhz_before\": 1980}, null]\n1755|1\n|\n");
+  run_result_release(&rr);
+  run_sh(&rr, "/usr/bin/python3 -c \"import json; b = json.load(open('%s/bench.json')); b['cases'][0]['clocks']['slowed'] = False; "
+              "json.dump(b, open('%s/bad.json', 'w'))\" && /usr/bin/python3 tests/bench_check.py %s/bad.json", dir, dir, dir);
+  assert_int_equal(rr.rc, 1);
+  assert_non_null(strstr(rr.out, "hot: clocks.slowed is False"));
   run_result_release(&rr);
 }
 
@@ -795,6 +838,7 @@ DKB_TEST_GROUP(run, cmocka_unit_test(decode_fixtures_are_schema_valid_and_load),
                cmocka_unit_test(bench_targets_judge_level_6_results_only), cmocka_unit_test(bench_targets_errors_and_require_targets),
                cmocka_unit_test(bench_chart_plots_masked_calls_at_their_visible_fraction),
                cmocka_unit_test(bench_excess_is_the_median_beyond_the_floor_and_the_read_at_the_roofline),
+               cmocka_unit_test(bench_json_and_csv_carry_a_slowed_cases_clocks),
                cmocka_unit_test(split_policy_does_not_change_the_reference),
                cmocka_unit_test(sass_check_flags_an_unwritten_copy_descriptor),
                cmocka_unit_test(budgets_judge_peak_memory_and_wall_time_of_real_runs),
