@@ -34,17 +34,21 @@ static json_t *run_json(const struct bench_run *r) {
                    str_or_null(r->uuid));
 }
 
+/* A side's clocks.slowed: null when it has no such case or recorded no clocks for it. */
+static json_t *slowed_json(const struct bench_run_case *c) { return c && c->slowed >= 0 ? json_boolean(c->slowed) : json_null(); }
+
 /* The --json report (schemas/compare-report.schema.json). */
 static json_t *report(const struct bench_run *a, const struct bench_run *b, const struct bench_diff_opts *o,
                       const struct bench_delta *d, int n, const int *count) {
   json_t *rows = json_array();
   for (int i = 0; i < n; i++) {
     const struct bench_run_case *x = d[i].base >= 0 ? &a->cases[d[i].base] : NULL, *y = d[i].cand >= 0 ? &b->cases[d[i].cand] : NULL;
-    json_array_append_new(rows, json_pack("{s:s,s:o,s:o,s:o,s:o,s:s,s:o,s:o}", "name", x ? x->name : y->name, "base_us",
+    json_array_append_new(rows, json_pack("{s:s,s:o,s:o,s:o,s:o,s:s,s:o,s:o,s:o,s:o}", "name", x ? x->name : y->name, "base_us",
                                           num_or_null(x ? x->median_us : NAN), "new_us", num_or_null(y ? y->median_us : NAN),
                                           "change_pct", num_or_null(d[i].pct), "noise_pct", num_or_null(d[i].band), "verdict",
                                           bench_change_name(d[i].change), "base_fraction", num_or_null(x ? x->frac : NAN),
-                                          "new_fraction", num_or_null(y ? y->frac : NAN)));
+                                          "new_fraction", num_or_null(y ? y->frac : NAN), "base_slowed", slowed_json(x),
+                                          "new_slowed", slowed_json(y)));
   }
   json_t *sum = json_object();
   for (int c = CHANGE_SAME; c <= CHANGE_ONLY_NEW; c++) json_object_set_new(sum, bench_change_name((enum bench_change)c), json_integer(count[c]));
@@ -95,6 +99,10 @@ static void print_table(const struct bench_run *a, const struct bench_run *b, co
     printf(" ");
     cell(y ? y->frac : NAN, "%*.3f", 9);
     printf("\n");
+    const int sx = x && x->slowed > 0, sy = y && y->slowed > 0;
+    if (sx || sy)
+      printf("  clocks: NVML saw a slowdown around the timing in %s: the change may be the machine's, not the kernel's\n",
+             sx && sy ? "both runs" : sx ? "the base run" : "the new run");
   }
   printf("compare: %d cases: %d same, %d faster, %d slower, %d unknown (no recorded noise: --noise PCT), %d unmeasured "
          "(below level 6), %d other call (same name, different call key), %d in one run only\n",

@@ -47,6 +47,14 @@ static int load_case(struct jr *j, const json_t *c, const char *p, struct bench_
   const char *fk = json_object_get(c, "visible_roofline_fraction") ? "visible_roofline_fraction" : "roofline_fraction";
   if (json_object_get(c, fk) && jr_num(j, c, p, fk, 1, 0, 1e9, &bc->frac)) return -1;
   if (!(bc->median_us > 0)) bc->frac = NAN;  /* not timed: its 0 is no fraction */
+  bc->slowed = -1;
+  const json_t *clk = json_object_get(c, "clocks");
+  if (clk && !json_is_null(clk)) {
+    char pc[DKB_PTR_MAX];
+    jr_ptr_key(pc, p, "clocks");
+    if (!json_is_object(clk)) return jr_fail(j, pc, NULL, "must be an object or null (got %s)", jr_type_name(clk));
+    if (jr_bool(j, clk, pc, "slowed", 1, &bc->slowed)) return -1;
+  }
   return 0;
 }
 

@@ -20,6 +20,7 @@ struct bench_run_case {
   double median_us, rel_stdev;  /* rel_stdev NAN when the run did not record it */
   double frac;                  /* roofline fraction over the visible bytes (all of them unless masked) */
   const char *call_key;         /* the call-key SHA-256, NULL when the run did not record it */
+  int slowed;                   /* its clocks.slowed: 1 or 0; -1 when the run recorded no clocks for it */
 };
 
 struct bench_run {

@@ -100,6 +100,47 @@ static void compare_flags_a_case_slower_beyond_its_noise(void **s) {
   run_result_release(&r);
 }
 
+/* A case that ran slowed in either run says so under its row and in --json (base_slowed, new_slowed; null
+ * for a run that recorded no clocks, as RUN did not); the verdict stays the time's. A clocks member
+ * that is not an object is malformed input at its pointer. */
+static void compare_says_when_a_case_ran_slowed(void **s) {
+  (void)s;
+  const char *base = edited("cmp-clk-base.json", NOISE_1PCT);
+  const char *cand = edited("cmp-clk-new.json", NOISE_1PCT "; b['cases'][0]['median_us'] *= 1.05; b['cases'][0]['clocks'] = "
+                                                "{'sm_mhz_before': 1980, 'sm_mhz_after': 1755, 'event_reasons': ['sw_power_cap'], "
+                                                "'slowed': True}; b['cases'][1]['clocks'] = {'sm_mhz_before': 1980, "
+                                                "'sm_mhz_after': 1980, 'event_reasons': [], 'slowed': False}");
+  struct run_result r;
+  compare(&r, 1, "%s %s", base, cand);
+  assert_verdict(r.out, "b16-t8192-g4-contig", "slower");
+  const char *row = strstr(r.out, "\nb16-t8192-g4-contig ");
+  assert_non_null(row);
+  const char *next = strchr(row + 1, '\n');
+  assert_non_null(next);
+  assert_true(!strncmp(next + 1, "  clocks: NVML saw a slowdown around the timing in the new run: the change may be the machine's, "
+                                 "not the kernel's\n", 99));
+  int lines = 0;
+  for (const char *p = r.out; (p = strstr(p, "  clocks: ")); p++) lines++;
+  assert_int_equal(lines, 1);  /* case 1 recorded clocks, not slowed; the rest recorded none */
+  run_result_release(&r);
+  run_sh(&r, "build/dkb compare %s %s --json > %s/clk.json; /usr/bin/python3 tests/schema_check.py schemas/compare-report.schema.json "
+             "%s/clk.json && /usr/bin/python3 -c \"import json; c = json.load(open('%s/clk.json'))['cases']; "
+             "print([(x['base_slowed'], x['new_slowed']) for x in c[:3]])\"",
+         base, cand, tmp_dir(), tmp_dir(), tmp_dir());
+  if (r.rc) fail_msg("%s%s", r.out, r.err);
+  assert_string_equal(r.out, "[(None, True), (None, False), (None, None)]\n");
+  run_result_release(&r);
+  const char *bad = edited("cmp-clk-bad.json", "b['cases'][2]['clocks'] = 5");
+  compare(&r, 3, "%s %s", base, bad);
+  assert_non_null(strstr(r.err, "/cases/2/clocks: must be an object or null (got integer)"));
+  run_result_release(&r);
+  bad = edited("cmp-clk-bad2.json", "b['cases'][2]['clocks'] = {'event_reasons': []}");
+  compare(&r, 3, "%s %s", base, bad);
+  assert_non_null(strstr(r.err, "/cases/2/clocks"));
+  assert_non_null(strstr(r.err, "slowed"));
+  run_result_release(&r);
+}
+
 /* The band never falls below --min-noise (0.5 % by default), however quiet the samples. */
 static void compare_band_has_a_floor(void **s) {
   (void)s;
@@ -330,6 +371,7 @@ static void compare_of_a_fresh_bench_run_with_itself(void **s) {
 
 DKB_TEST_GROUP(compare, cmocka_unit_test(compare_of_a_fresh_bench_run_with_itself), cmocka_unit_test(compare_json_report_is_schema_valid), cmocka_unit_test(compare_calls_a_run_the_same_as_itself),
                cmocka_unit_test(compare_flags_a_case_slower_beyond_its_noise), cmocka_unit_test(compare_band_has_a_floor),
+               cmocka_unit_test(compare_says_when_a_case_ran_slowed),
                cmocka_unit_test(compare_judges_level_6_cases_of_the_same_call), cmocka_unit_test(compare_names_the_devices),
                cmocka_unit_test(compare_rejects_bad_input_with_its_pointer),
                cmocka_unit_test(bench_reads_a_cases_call_key_and_spread_from_its_bundle),
