@@ -149,7 +149,7 @@ int cmd_bench(int argc, char **argv) {
     decode_call_release(&call);
   }
   if (timed && clocked < timed) printf("clocks: NVML reported no clocks for %d of %d timed cases\n", timed - clocked, timed);
-  if (clocked) printf("clocks: %d of %d timed cases ran with a slowdown reason active (NVML, before and after each)\n", slowed, clocked);
+  if (clocked) printf("clocks: %d of the %d timed cases with NVML clocks ran with a slowdown reason active (before or after)\n", slowed, clocked);
   /* auto versus the best forced split count of the same fixture */
   for (int i = 0; i < m.n; i++) {
     const struct bench_case *a = &m.cases[i];
