@@ -140,10 +140,11 @@ int cmd_bench(int argc, char **argv) {
            bc->H_q / bc->H_kv, bc->splits, bc->median_us, noise, bc->tbps, bc->frac, bc->visible_tbps, bc->visible_frac, excess,
            bc->level);
     char note[2048];
-    if (bench_clock_note(bc, note, sizeof note)) printf("  clocks: %s %s\n", bc->name, note);
+    const int slow = bench_clock_note(bc, note, sizeof note);
+    if (slow) printf("  clocks: %s %s\n", bc->name, note);
     timed += bc->samples > 0;
     clocked += bc->samples > 0 && bc->clocks_reported;
-    slowed += bc->slowed;
+    slowed += slow;
     fflush(stdout);
     run_result_release(&res);
     decode_call_release(&call);

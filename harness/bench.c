@@ -329,33 +329,14 @@ int bench_judge(const struct bench_matrix *m, const struct bench_roofline *r, st
   return n;
 }
 
-/* The next name of a comma-separated list at *p (its length in *n); 0 at the end. */
-static int next_name(const char **p, size_t *n) {
-  if (!**p) return 0;
-  *n = strcspn(*p, ",");
-  return 1;
-}
-static void skip_name(const char **p, size_t n) { *p += n + ((*p)[n] == ','); }
-
-/* Appends reason to the comma-separated list unless it is there already. */
-static void add_reason(char *list, size_t cap, const char *reason) {
-  const size_t n = strlen(reason);
-  size_t m;
-  for (const char *p = list; next_name(&p, &m); skip_name(&p, m))
-    if (m == n && !strncmp(p, reason, n)) return;
-  const size_t used = strlen(list);
-  if (used + (used > 0) + n + 1 > cap) return;  /* not reached: the list holds all 64 reason bits */
-  snprintf(list + used, cap - used, "%s%s", used ? "," : "", reason);
-}
-
-/* The NVML samples taken around the timed region: the SM clock and the clock event reasons active at
- * either. A sample NVML could not take is {"not_reported": "why"}, a field it does not support is
+/* The NVML samples taken around the timed region: the SM clock and the clock event reason bits active
+ * at either (the bits, not the names beside them: names and meaning come from harness/nvml.c). A sample NVML could not take is {"not_reported": "why"}, a field it does not support is
  * absent: both leave the case's clocks unreported, never a guess. The caller has reset them. */
 static int read_clocks(struct jr *r, const json_t *timing, struct bench_case *bc) {
   static const char *const base = "/measurement/timing", *const key[2] = {"clocks_before", "clocks_after"};
   for (int k = 0; k < 2; k++) {
     if (!json_object_get(timing, key[k])) continue;
-    char p[DKB_PTR_MAX], pe[DKB_PTR_MAX], pn[DKB_PTR_MAX], pi[DKB_PTR_MAX];
+    char p[DKB_PTR_MAX], pe[DKB_PTR_MAX];
     jr_ptr_key(p, base, key[k]);
     const json_t *s = jr_get(r, timing, base, key[k], 1, JSON_OBJECT);
     long long mhz = -1;
@@ -366,20 +347,15 @@ static int read_clocks(struct jr *r, const json_t *timing, struct bench_case *bc
     }
     if (!json_object_get(s, "clocks_event_reasons")) continue;
     jr_ptr_key(pe, p, "clocks_event_reasons");
-    const json_t *ev = jr_get(r, s, p, "clocks_event_reasons", 1, JSON_OBJECT), *names = ev ? jr_get(r, ev, pe, "names", 1, JSON_ARRAY) : NULL;
-    if (!names) return -1;
+    const json_t *ev = jr_get(r, s, p, "clocks_event_reasons", 1, JSON_OBJECT);
+    const char *bits = NULL;
+    if (!ev || jr_str(r, ev, pe, "bits", 1, &bits)) return -1;
+    char *end = NULL;  /* hex text, as dkb_nvml_sample_json writes it */
+    errno = 0;
+    const unsigned long long v = strncmp(bits, "0x", 2) ? 0 : strtoull(bits + 2, &end, 16);
+    if (!end || end == bits + 2 || *end || errno) return jr_fail(r, pe, "bits", "must be the reason bits as hex text, \"0x...\" (got \"%s\")", bits);
     bc->clocks_reported = 1;
-    jr_ptr_key(pn, pe, "names");
-    size_t i;
-    const json_t *nm;
-    json_array_foreach(names, i, nm) {
-      jr_ptr_idx(pi, pn, i);
-      if (!json_is_string(nm) || !json_string_length(nm)) return jr_fail(r, pi, NULL, "must be a reason name (got %s)", jr_type_name(nm));
-      const char *n = json_string_value(nm);
-      if (!strcmp(n, "gpu_idle")) continue;  /* idle before the timed region: not a limit on it */
-      add_reason(bc->clock_reasons, sizeof bc->clock_reasons, n);
-      bc->slowed |= dkb_nvml_reason_slows(n);
-    }
+    bc->clock_reasons |= v & ~DKB_NVML_REASON_GPU_IDLE;
   }
   return 0;
 }
@@ -410,9 +386,9 @@ int bench_case_read_bundle(struct bench_case *bc, int timed, struct dkb_err *err
     if (jr_int(&r, sum, ptr, "count", 1, 1, (long long)1 << 40, &n) || jr_num(&r, sum, ptr, "rel_stdev", 1, 0, 1e9, &rs)) goto done;
   }
   const json_t *timing = jr_resolve(doc, "/measurement/timing");
-  bc->clocks_reported = bc->slowed = 0;
+  bc->clocks_reported = 0;
   bc->sm_mhz[0] = bc->sm_mhz[1] = -1;
-  bc->clock_reasons[0] = 0;
+  bc->clock_reasons = 0;
   if (json_is_object(timing) && read_clocks(&r, timing, bc)) goto done;
   snprintf(bc->call_key, sizeof bc->call_key, "%s", key);
   bc->samples = n;
@@ -425,14 +401,19 @@ done:
 
 int bench_clock_note(const struct bench_case *bc, char *out, size_t n) {
   if (n) out[0] = 0;
-  if (!bc->slowed) return 0;
+  if (!dkb_nvml_reasons_slow(bc->clock_reasons)) return 0;
+  const char *names[64];
+  const size_t k = dkb_nvml_reason_names(bc->clock_reasons, names, 64);
+  char list[1800] = "";  /* every one of the 64 bits' names, comma-separated */
+  for (size_t i = 0, used = 0; i < k && used < sizeof list; i++)
+    used += (size_t)snprintf(list + used, sizeof list - used, "%s%s", i ? "," : "", names[i]);
   char mhz[2][16];
   for (int k = 0; k < 2; k++) {
     if (bc->sm_mhz[k] >= 0) snprintf(mhz[k], sizeof mhz[k], "%d", bc->sm_mhz[k]);
     else snprintf(mhz[k], sizeof mhz[k], "not reported");
   }
-  snprintf(out, n, "ran slowed (%s; SM clock %s MHz before, %s after): its median is not the kernel's alone", bc->clock_reasons,
-           mhz[0], mhz[1]);
+  snprintf(out, n, "ran slowed (%s; SM clock %s MHz before, %s after): its median is not the kernel's alone", list, mhz[0],
+           mhz[1]);
   return 1;
 }
 
@@ -453,12 +434,13 @@ static json_t *case_json(const struct bench_case *bc) {
   json_object_set_new(c, "excess_us", isfinite(bc->excess_us) ? json_real(bc->excess_us) : json_null());
   json_t *clk = json_null();
   if (bc->clocks_reported) {
+    const char *names[64];
+    const size_t k = dkb_nvml_reason_names(bc->clock_reasons, names, 64);
     json_t *reasons = json_array();
-    size_t m;
-    for (const char *p = bc->clock_reasons; next_name(&p, &m); skip_name(&p, m)) json_array_append_new(reasons, json_stringn(p, m));
+    for (size_t i = 0; i < k; i++) json_array_append_new(reasons, json_string(names[i]));
     clk = json_pack("{s:o,s:o,s:o,s:b}", "sm_mhz_before", bc->sm_mhz[0] >= 0 ? json_integer(bc->sm_mhz[0]) : json_null(),
                     "sm_mhz_after", bc->sm_mhz[1] >= 0 ? json_integer(bc->sm_mhz[1]) : json_null(), "event_reasons", reasons,
-                    "slowed", bc->slowed);
+                    "slowed", dkb_nvml_reasons_slow(bc->clock_reasons));
   }
   json_object_set_new(c, "clocks", clk);
   return c;
@@ -561,7 +543,7 @@ int bench_write(const char *dir, const struct bench_matrix *m, const struct benc
     char mhz[16] = "", slow[8] = "";  /* empty when NVML reported no clocks */
     if (bc->clocks_reported) {
       if (bc->sm_mhz[1] >= 0) snprintf(mhz, sizeof mhz, "%d", bc->sm_mhz[1]);
-      snprintf(slow, sizeof slow, "%d", bc->slowed);
+      snprintf(slow, sizeof slow, "%d", dkb_nvml_reasons_slow(bc->clock_reasons));
     }
     dkb_buf_addf(&b, "%s,%s,%d,%d,%d,%d,%d,%s,%.1f,%d,%.3f,%.0f,%.4f,%.4f,%.4f,%.4f,%lld,%lld,%lld,%d,%s,%lld,%d,%s,%s,%s\n", bc->name,
                  bc->layout, bc->B, bc->C, bc->H_q, bc->H_kv, bc->d, bc->dtype, bc->mean_len, bc->splits, bc->median_us, bc->io_bytes,

@@ -29,9 +29,8 @@ struct bench_case {
   /* NVML around the timed region (the bundle's /measurement/timing/clocks_before and clocks_after) */
   int clocks_reported;     /* either sample holds the SM clock or the clock event reasons */
   int sm_mhz[2];           /* SM clock before, after; -1 when not reported */
-  char clock_reasons[1792];/* event reasons active in either sample, but gpu_idle, comma-separated: room for all
-                           * 64 bits ("unknown_0x8000000000000000" is the longest name) */
-  int slowed;              /* one of them is a slowdown (dkb_nvml_reason_slows): the median is not the kernel's alone */
+  unsigned long long clock_reasons; /* event reason bits active in either sample, but gpu_idle (names and
+                                     * whether one slows the GPU: harness/nvml.h) */
   double tbps, frac, visible_tbps, visible_frac;
   double excess_us;      /* bench_case_rates; NAN when there is no roofline or floor to subtract */
   int splits;
@@ -109,8 +108,8 @@ const char *bench_verdict_name(enum bench_verdict_state s);
  * rel_stdev, samples), and the clocks NVML saw around the timed region (clocks_before, clocks_after:
  * SM clock, event reasons, whether one of them slowed the GPU). */
 int bench_case_read_bundle(struct bench_case *bc, int timed, struct dkb_err *err);
-/* For a case that ran slowed: "ran slowed (sw_power_cap; SM clock 1980 MHz before, 1755 after): its
- * median is not the kernel's alone" in out, and 1; 0 (out empty) otherwise. */
+/* For a case that ran slowed (a reason of dkb_nvml_reasons_slow): "ran slowed (sw_power_cap; SM clock
+ * 1980 MHz before, 1755 after): its median is not the kernel's alone" in out, and 1; 0 (out empty) otherwise. */
 int bench_clock_note(const struct bench_case *bc, char *out, size_t n);
 
 /* Writes DIR/bench.json (dkb.bench/v1, with the verdicts and the device, when dev is not NULL),

@@ -155,12 +155,9 @@ size_t dkb_nvml_reason_names(unsigned long long bits, const char **names, size_t
   return k;
 }
 
-int dkb_nvml_reason_slows(const char *name) {
-  static const char *const SLOWS[] = {"sw_power_cap", "hw_slowdown", "sw_thermal_slowdown", "hw_thermal_slowdown",
-                                      "hw_power_brake_slowdown"};
-  for (size_t i = 0; i < sizeof SLOWS / sizeof SLOWS[0]; i++)
-    if (!strcmp(name, SLOWS[i])) return 1;
-  return 0;
+int dkb_nvml_reasons_slow(unsigned long long bits) {
+  /* sw_power_cap, hw_slowdown, sw_thermal_slowdown, hw_thermal_slowdown, hw_power_brake_slowdown: bits 2, 3, 5-7 */
+  return (bits & 0xECull) != 0;
 }
 
 json_t *dkb_nvml_sample_json(const struct dkb_nvml_sample *s) {

@@ -65,10 +65,12 @@ void dkb_nvml_close(struct dkb_nvml *n);
 /* Names of the set bits ("gpu_idle", "sw_power_cap", "hw_slowdown", ..., "unknown_0x200") in bit
  * order; returns how many were written (at most max). */
 size_t dkb_nvml_reason_names(unsigned long long bits, const char **names, size_t max);
-/* 1 when the named reason holds the clocks below what the load asks for: a power cap, a thermal or
- * hardware slowdown, the power brake. Not gpu_idle, sync_boost, or the application or display clock
+/* Bit 0 of the clock event reasons: the GPU was idle (before a timed region: not a limit on it). */
+#define DKB_NVML_REASON_GPU_IDLE 0x1ull
+/* 1 when one of the reason bits holds the clocks below what the load asks for: a power cap, a thermal
+ * or hardware slowdown, the power brake. Not gpu_idle, sync_boost, or the application or display clock
  * settings (a setting, not a slowdown), nor an unknown bit. */
-int dkb_nvml_reason_slows(const char *name);
+int dkb_nvml_reasons_slow(unsigned long long bits);
 /* {"sm_clock_mhz": .., "memory_clock_mhz": .., "graphics_clock_mhz": .., "temperature_c": ..,
  *  "power_mw": .., "energy_mj": .., "pstate": .., "clocks_event_reasons": {"bits": "0x24", "names": [..]},
  *  "not_reported": {"field": "reason"}} with only the reported fields present. New reference. */
