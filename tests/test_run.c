@@ -387,6 +387,39 @@ static void bench_targets_judge_level_6_results_only(void **s) {
   assert_int_equal(v[2].state, BENCH_MISSED);    /* medians need no roofline */
 }
 
+/* A level-6 case of B1 T131072's size (67 MB of K/V, 2048 tiles) as bench_judge sees it after a run. */
+static void t131072_case(struct bench_case *c, const char *name, double median_us) {
+  measured(c, name, "a.json", 0, median_us, 0, 0, 6);
+  c->io_bytes = 67112960;
+  c->kv_bytes = c->visible_kv_bytes = 67108864;
+  c->tiles[1] = 2048;
+  c->mean_len = 131072;
+  snprintf(c->layout, sizeof c->layout, "contiguous_nhd");
+}
+
+/* The roofline and launch floors of the bench run of bdd75e5 (4.527 TB/s, 2.976 us, graph 2.656 us). */
+static struct bench_roofline h200_roofline(void) {
+  struct bench_roofline r = {.measured = 1, .bytes = 8589934592.0, .median_us = 1897.408, .tbps = 8589934592.0 / 1897.408e-6 / 1e12};
+  r.floor[0] = (struct bench_floor){.measured = 1, .us = 2.976, .samples = 100};
+  r.floor[1] = (struct bench_floor){.measured = 1, .us = 2.656, .samples = 100};
+  return r;
+}
+
+/* bench_write of the cases into DIR (made), then bench.json checked against its schema and recomputed by
+ * tests/bench_check.py. */
+static void write_checked_bench(const char *dir, struct bench_case *c, int n, const struct bench_roofline *r) {
+  struct dkb_err e;
+  assert_int_equal(dkb_mkdirs(dir, &e), 0);
+  struct bench_matrix m = {.name = "t", .cases = c, .n = n};
+  char *argv[] = {"dkb", "bench", NULL};
+  assert_int_equal(bench_write(dir, &m, r, NULL, 0, NULL, 2, argv, &e), 0);
+  struct run_result rr;
+  run_sh(&rr, "/usr/bin/python3 tests/schema_check.py schemas/bench.schema.json %s/bench.json && /usr/bin/python3 tests/bench_check.py %s/bench.json",
+         dir, dir);
+  if (rr.rc != 0) fail_msg("exit %d\n%s%s", rr.rc, rr.out, rr.err);
+  run_result_release(&rr);
+}
+
 /* excess_us = median - the launch floor of the case's timing mode - its visible bytes' read time at the
  * roofline: B1 T131072 of the bench run of bdd75e5 (26.08 us, 67 MB, 4.527 TB/s, floor 2.976 us) has 8.27
  * us beyond both; a graph case subtracts the graph floor; a masked call counts only its visible bytes;
@@ -395,19 +428,11 @@ static void bench_excess_is_the_median_beyond_the_floor_and_the_read_at_the_roof
   (void)s;
   struct bench_case c[3];
   for (int i = 0; i < 3; i++) {
-    measured(&c[i], i == 0 ? "t131072" : i == 1 ? "t131072-graph" : "window", "a.json", 0, i == 2 ? 12.96 : 26.08, 0, 0, 6);
-    c[i].io_bytes = 67112960;
-    c[i].kv_bytes = 67108864;
+    t131072_case(&c[i], i == 0 ? "t131072" : i == 1 ? "t131072-graph" : "window", i == 2 ? 12.96 : 26.08);
     c[i].visible_kv_bytes = i == 2 ? 8388608 : 67108864;
     c[i].graph = i == 1;
-    c[i].ran = 1;
-    c[i].tiles[1] = 2048;
-    snprintf(c[i].layout, sizeof c[i].layout, "contiguous_nhd");
-    c[i].mean_len = 131072;
   }
-  struct bench_roofline r = {.measured = 1, .bytes = 8589934592.0, .median_us = 1897.408, .tbps = 8589934592.0 / 1897.408e-6 / 1e12};
-  r.floor[0] = (struct bench_floor){.measured = 1, .us = 2.976, .samples = 100};
-  r.floor[1] = (struct bench_floor){.measured = 1, .us = 2.656, .samples = 100};
+  struct bench_roofline r = h200_roofline();
   for (int i = 0; i < 3; i++) bench_case_rates(&c[i], &r);
   const double read_us = 67112960 / (r.tbps * 1e12) * 1e6;  /* 14.82 us */
   assert_true(fabs(c[0].excess_us - (26.08 - 2.976 - read_us)) < 1e-9);
@@ -418,16 +443,8 @@ static void bench_excess_is_the_median_beyond_the_floor_and_the_read_at_the_roof
   /* the chain to bench.json and its independent recomputation */
   char dir[600];
   snprintf(dir, sizeof dir, "%s/excess", tmp_dir());
-  struct dkb_err e;
-  assert_int_equal(dkb_mkdirs(dir, &e), 0);
-  struct bench_matrix m = {.name = "t", .cases = c, .n = 3};
-  char *argv[] = {"dkb", "bench", NULL};
-  assert_int_equal(bench_write(dir, &m, &r, NULL, 0, NULL, 2, argv, &e), 0);
+  write_checked_bench(dir, c, 3, &r);
   struct run_result rr;
-  run_sh(&rr, "/usr/bin/python3 tests/schema_check.py schemas/bench.schema.json %s/bench.json && /usr/bin/python3 tests/bench_check.py %s/bench.json",
-         dir, dir);
-  if (rr.rc != 0) fail_msg("exit %d\n%s%s", rr.rc, rr.out, rr.err);
-  run_result_release(&rr);
   run_sh(&rr, "/usr/bin/python3 -c \"import json; b = json.load(open('%s/bench.json')); b['cases'][1]['excess_us'] += 0.01; "
               "json.dump(b, open('%s/bad.json', 'w'))\" && /usr/bin/python3 tests/bench_check.py %s/bad.json", dir, dir, dir);
   assert_int_equal(rr.rc, 1);
@@ -437,7 +454,7 @@ static void bench_excess_is_the_median_beyond_the_floor_and_the_read_at_the_roof
   r.floor[1].measured = 0;
   bench_case_rates(&c[1], &r);
   assert_true(isnan(c[1].excess_us));
-  assert_int_equal(bench_write(dir, &m, &r, NULL, 0, NULL, 2, argv, &e), 0);
+  write_checked_bench(dir, c, 3, &r);
   run_sh(&rr, "/usr/bin/python3 -c \"import json; b = json.load(open('%s/bench.json')); print(b['cases'][1]['excess_us'])\" && "
               "sed -n 3p %s/bench.csv | awk -F, '{print \"csv\", $(NF-2) \"|\"}'", dir, dir);
   assert_string_equal(rr.out, "None\ncsv |\n");
@@ -450,32 +467,20 @@ static void bench_excess_is_the_median_beyond_the_floor_and_the_read_at_the_roof
 static void bench_json_and_csv_carry_a_slowed_cases_clocks(void **s) {
   (void)s;
   struct bench_case c[2];
-  for (int i = 0; i < 2; i++) {
-    measured(&c[i], i ? "quiet" : "hot", "a.json", 0, 26.08, 0, 0, 6);
-    c[i].io_bytes = c[i].kv_bytes = c[i].visible_kv_bytes = 67108864;
-    c[i].tiles[1] = 2048;
-    c[i].mean_len = 131072;
-    snprintf(c[i].layout, sizeof c[i].layout, "contiguous_nhd");
-  }
+  for (int i = 0; i < 2; i++) t131072_case(&c[i], i ? "quiet" : "hot", 26.08);
   c[0].clocks_reported = 1;
   c[0].sm_mhz[0] = 1980;
   c[0].sm_mhz[1] = 1755;
   c[0].clock_reasons = 0x24;  /* sw_power_cap, sw_thermal_slowdown */
-  struct bench_roofline r = {.measured = 1, .bytes = 8589934592.0, .median_us = 1897.408, .tbps = 8589934592.0 / 1897.408e-6 / 1e12};
-  r.floor[0] = (struct bench_floor){.measured = 1, .us = 2.976, .samples = 100};
+  struct bench_roofline r = h200_roofline();
   for (int i = 0; i < 2; i++) bench_case_rates(&c[i], &r);
   char dir[600];
   snprintf(dir, sizeof dir, "%s/clocks-json", tmp_dir());
-  struct dkb_err e;
-  assert_int_equal(dkb_mkdirs(dir, &e), 0);
-  struct bench_matrix m = {.name = "t", .cases = c, .n = 2};
-  char *argv[] = {"dkb", "bench", NULL};
-  assert_int_equal(bench_write(dir, &m, &r, NULL, 0, NULL, 2, argv, &e), 0);
+  write_checked_bench(dir, c, 2, &r);
   struct run_result rr;
-  run_sh(&rr, "/usr/bin/python3 tests/schema_check.py schemas/bench.schema.json %s/bench.json && /usr/bin/python3 tests/bench_check.py "
-              "%s/bench.json && /usr/bin/python3 -c \"import json; b = json.load(open('%s/bench.json')); "
+  run_sh(&rr, "/usr/bin/python3 -c \"import json; b = json.load(open('%s/bench.json')); "
               "print(json.dumps([c['clocks'] for c in b['cases']], sort_keys=True))\" && sed -n '2,3p' %s/bench.csv | awk -F, '{print $(NF-1) \"|\" $NF}'",
-         dir, dir, dir, dir);
+         dir, dir);
   if (rr.rc != 0) fail_msg("exit %d\n%s%s", rr.rc, rr.out, rr.err);
   assert_string_equal(rr.out, "[{\"event_reasons\": [\"sw_power_cap\", \"sw_thermal_slowdown\"], \"slowed\": true, \"sm_mhz_after\": 1755, "
                               "\"sm_mhz_before\": 1980}, null]\n1755|1\n|\n");
