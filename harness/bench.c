@@ -350,12 +350,12 @@ static int read_clocks(struct jr *r, const json_t *timing, struct bench_case *bc
     const json_t *ev = jr_get(r, s, p, "clocks_event_reasons", 1, JSON_OBJECT);
     const char *bits = NULL;
     if (!ev || jr_str(r, ev, pe, "bits", 1, &bits)) return -1;
-    char *end = NULL;  /* hex text, as dkb_nvml_sample_json writes it */
-    errno = 0;
-    const unsigned long long v = strncmp(bits, "0x", 2) ? 0 : strtoull(bits + 2, &end, 16);
-    if (!end || end == bits + 2 || *end || errno) return jr_fail(r, pe, "bits", "must be the reason bits as hex text, \"0x...\" (got \"%s\")", bits);
+    const char *hex = bits + 2;  /* 1 to 16 hex digits after "0x", as dkb_nvml_sample_json writes them */
+    const size_t nh = strncmp(bits, "0x", 2) ? 0 : strlen(hex);
+    if (nh < 1 || nh > 16 || strspn(hex, "0123456789abcdefABCDEF") != nh)
+      return jr_fail(r, pe, "bits", "must be the reason bits as hex text, \"0x...\" (got \"%s\")", bits);
     bc->clocks_reported = 1;
-    bc->clock_reasons |= v & ~DKB_NVML_REASON_GPU_IDLE;
+    bc->clock_reasons |= strtoull(hex, NULL, 16) & ~DKB_NVML_REASON_GPU_IDLE;
   }
   return 0;
 }

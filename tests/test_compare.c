@@ -321,6 +321,8 @@ static void bench_reads_a_cases_clocks_and_flags_a_slowdown(void **s) {
       {"\"clocks_before\": {\"clocks_event_reasons\": {\"bits\": \"24\"}}", "/measurement/timing/clocks_before/clocks_event_reasons/bits"},
       {"\"clocks_before\": {\"clocks_event_reasons\": {\"bits\": \"0x2z\"}}", "/measurement/timing/clocks_before/clocks_event_reasons/bits"},
       {"\"clocks_before\": {\"clocks_event_reasons\": {\"bits\": \"0x\"}}", "/measurement/timing/clocks_before/clocks_event_reasons/bits"},
+      {"\"clocks_before\": {\"clocks_event_reasons\": {\"bits\": \"0x-1\"}}", "/measurement/timing/clocks_before/clocks_event_reasons/bits"},
+      {"\"clocks_before\": {\"clocks_event_reasons\": {\"bits\": \"0x10000000000000000\"}}", "/measurement/timing/clocks_before/clocks_event_reasons/bits"},
       {"\"clocks_before\": {\"clocks_event_reasons\": {\"names\": [\"gpu_idle\"]}}", "/measurement/timing/clocks_before/clocks_event_reasons"},
       {"\"clocks_after\": \"hot\"", "/measurement/timing/clocks_after"},
   };
