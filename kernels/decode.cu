@@ -7,7 +7,7 @@
 //       split state (m,l,u) or (LSE,O) of its slot, or the final O directly when the plan has one item
 //       per request. Empty items and items past a request's keys write the empty identity.
 //   decode_split_kv_producer_mma<T, D_PAD>  the same contract on tensor cores (mma.sync) for fp16/bf16,
-//       d <= 128 and up to 16 query rows per K/V head; two stages, three CTAs per SM; whole tiles of NHD
+//       d <= 128 and up to 16 query rows per K/V head; two stages, two CTAs per SM; whole tiles of NHD
 //       caches arrive as TMA boxes on an mbarrier (KvMaps), the rest by cp.async.
 //   decode_split_kv_fused_mma<T, D_PAD>  that producer whose last CTA per (request, K/V head) also merges
 //       the group's slots (fused combine, 0x03C): one launch when the plan has few slots per request; with
@@ -1224,18 +1224,19 @@ __device__ __forceinline__ void producer_mma(const dkb_decode_params &p, const K
   }
 }
 
-// Measured and not yet landed (it needs a bench run of its own): __launch_bounds__(128, 2), up to 255
-// registers and so 2 CTAs per SM. Ragged 315.0 -> 307.4 us on one H200 instance and 308.4 -> 306.8 on
-// another, its noise 0.73-0.95 -> 0.25-0.29 % rel stdev; B4 graph 0.1-1.1 % and B16 paged 0-0.4 % faster;
-// B1 T131072 0.7 % faster on the second instance, 0.2-3.0 % slower on the first (three rounds each). This code
-// held to 2 CTAs per SM by padding its shared memory to 80 KiB: ragged as steady but no faster (308.2-308.3).
+// __launch_bounds__(128, 2): up to 255 registers, so 2 CTAs per SM (the plan fills at most 2 anyway,
+// harness/plan.c). Against (128, 3) (at most 168 registers, 3 CTAs per SM; H200, three instances, three or
+// four rounds, 35 of 35 fixtures correct): ragged 315.0 -> 307.4 us, 308.4 -> 306.8 and 312.7 -> 311.5, its
+// noise 0.63-0.95 -> 0.24-0.29 % rel stdev; B4 graph 0.1-1.1 % and B16 paged 0-0.4 % faster; B1 T131072 0.7 %
+// faster on one instance, 0.2-3.0 % slower on another, even on the third. This code held to 2 CTAs per SM by
+// padding its shared memory to 80 KiB instead was as steady on ragged but no faster (308.2-308.3).
 template <typename T, int D_PAD>
-__global__ void __launch_bounds__(128, 3) decode_split_kv_producer_mma(const dkb_decode_params p, const __grid_constant__ KvMaps maps) {
+__global__ void __launch_bounds__(128, 2) decode_split_kv_producer_mma(const dkb_decode_params p, const __grid_constant__ KvMaps maps) {
   producer_mma<T, D_PAD, false>(p, maps);
 }
 // The same producer whose last CTA per (request, K/V head) also merges that group's slots: one launch.
 template <typename T, int D_PAD>
-__global__ void __launch_bounds__(128, 3) decode_split_kv_fused_mma(const dkb_decode_params p, const __grid_constant__ KvMaps maps) {
+__global__ void __launch_bounds__(128, 2) decode_split_kv_fused_mma(const dkb_decode_params p, const __grid_constant__ KvMaps maps) {
   producer_mma<T, D_PAD, true>(p, maps);
 }
 
