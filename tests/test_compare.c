@@ -9,7 +9,7 @@
 #include "harness/bench.h"
 #include "harness/err.h"
 
-static const char *const RUN = "fixtures/captured/bench/bench.json";
+static const char *const RUN = "fixtures/captured/bench-1/bench.json";
 #define KEY64 "376515b4654d69566f8dc9b4188627d823a21c548af496e05b376d9aa6b2624e"
 
 /* A copy of RUN as tmp/NAME with a Python edit applied to `b` (the document); returns its path. */
@@ -129,6 +129,18 @@ static void compare_says_when_a_case_ran_slowed(void **s) {
          base, cand, tmp_dir(), tmp_dir(), tmp_dir());
   if (r.rc) fail_msg("%s%s", r.out, r.err);
   assert_string_equal(r.out, "[(None, True), (None, False), (None, None)]\n");
+  run_result_release(&r);
+  /* Real runs: fixtures/captured/bench recorded NVML clocks for every case (1980 MHz, no reason), bench-1
+   * none: no clocks line, and every case is (None, False) */
+  run_sh(&r, "build/dkb compare %s fixtures/captured/bench --json > %s/clk-real.json; [ $? -le 1 ] && /usr/bin/python3 -c \"import json; "
+             "c = json.load(open('%s/clk-real.json'))['cases']; print(len(c), sorted(set((x['base_slowed'], x['new_slowed']) for x in c)))\"",
+         RUN, tmp_dir(), tmp_dir());
+  if (r.rc) fail_msg("%s%s", r.out, r.err);
+  assert_string_equal(r.out, "44 [(None, False)]\n");
+  run_result_release(&r);
+  compare(&r, 1, "%s fixtures/captured/bench", RUN);
+  assert_null(strstr(r.out, "  clocks: "));
+  assert_non_null(strstr(r.out, "device: two different GPUs"));
   run_result_release(&r);
   static const struct { const char *edit, *want; } bad[] = {
       {"b['cases'][2]['clocks'] = 5", "/cases/2/clocks: must be an object or null (got integer)"},

@@ -38,7 +38,7 @@ for f in sorted(glob.glob("fixtures/captured/*/bundle.json")):
 PY
     ;;
     benchrun) for f in fixtures/captured/bench*/bench.json; do cp "$f" "$c/$(basename "$(dirname "$f")").json"; done
-      # the captured runs predate the cases' clocks: one copy carries them (slowed, not slowed, none)
+      # the captured runs' clocks are never slowed (or absent): one copy carries each kind (slowed, not slowed, none)
       /usr/bin/python3 - "$c" <<'PY'
 import json, os, sys
 b = json.load(open("fixtures/captured/bench/bench.json"))
