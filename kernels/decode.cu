@@ -929,9 +929,10 @@ __device__ void cluster_merge(const dkb_decode_params &p, int b, int h, int g, f
 // (0x02B). P is rounded to the storage dtype for the P.V product, as FlashAttention-2 does; scores,
 // max, sum and O accumulate in fp32. K/V rows are 16-byte-chunk swizzled (chunk ^ row % 8) so ldmatrix
 // reads are free of bank conflicts.
-// Occupancy beats pipeline depth here (measured on the H200, B16 T8192: 0.73 -> 0.83 of the roofline): two
-// stages of 32 KB, Q fragments re-read from shared memory each tile and at most 168 registers give 3 CTAs (12
-// warps) per SM, where three stages and Q in registers gave 2. Measured again with the final planner (at most 2
+// Occupancy beat pipeline depth here when the loads were cp.async (measured on the H200, B16 T8192: 0.73 ->
+// 0.83 of the roofline): two stages of 32 KB, Q fragments re-read from shared memory each tile and at most 168
+// registers gave 3 CTAs (12 warps) per SM, where three stages and Q in registers gave 2. With TMA tiles the
+// kernels are now built for 2 CTAs per SM (__launch_bounds__(128, 2), at the kernels below), still two stages. Measured again with the final planner (at most 2
 // CTAs per SM filled): three stages at 2 CTAs per SM lose on every shape (B16 T8192 0.73 vs 0.86, B4 T4096 0.38
 // vs 0.44, ragged 0.67 vs 0.76). Measured a third time with TMA tiles (three stages, 2 CTAs per SM, built with
 // the tensormap prefetch that alone changed nothing; H200, same machine, two rounds): no faster even where at
