@@ -932,8 +932,9 @@ __device__ void cluster_merge(const dkb_decode_params &p, int b, int h, int g, f
 // Occupancy beat pipeline depth here when the loads were cp.async (measured on the H200, B16 T8192: 0.73 ->
 // 0.83 of the roofline): two stages of 32 KB, Q fragments re-read from shared memory each tile and at most 168
 // registers gave 3 CTAs (12 warps) per SM, where three stages and Q in registers gave 2. With TMA tiles the
-// kernels are now built for 2 CTAs per SM (__launch_bounds__(128, 2), at the kernels below), still two stages. Measured again with the final planner (at most 2
-// CTAs per SM filled): three stages at 2 CTAs per SM lose on every shape (B16 T8192 0.73 vs 0.86, B4 T4096 0.38
+// kernels are now built for 2 CTAs per SM (__launch_bounds__(128, 2), at the kernels below), still two
+// stages. Measured again with the final planner (at most 2 CTAs per SM filled): three stages at 2 CTAs per
+// SM lose on every shape (B16 T8192 0.73 vs 0.86, B4 T4096 0.38
 // vs 0.44, ragged 0.67 vs 0.76). Measured a third time with TMA tiles (three stages, 2 CTAs per SM, built with
 // the tensormap prefetch that alone changed nothing; H200, same machine, two rounds): no faster even where at
 // most 2 CTAs per SM run (B16 T8192 124.1 -> 124.5 us, paged 126.7 -> 127.2, B8 T16384 473.5 -> 476.2, B1
@@ -1225,12 +1226,15 @@ __device__ __forceinline__ void producer_mma(const dkb_decode_params &p, const K
   }
 }
 
-// __launch_bounds__(128, 2): up to 255 registers, so 2 CTAs per SM (the plan fills at most 2 anyway,
-// harness/plan.c). Against (128, 3) (at most 168 registers, 3 CTAs per SM; H200, three instances, three or
-// four rounds, 35 of 35 fixtures correct): ragged 315.0 -> 307.4 us, 308.4 -> 306.8 and 312.7 -> 311.5, its
-// noise 0.63-0.95 -> 0.24-0.29 % rel stdev; B4 graph 0.1-1.1 % and B16 paged 0-0.4 % faster; B1 T131072 0.7 %
-// faster on one instance, 0.2-3.0 % slower on another, even on the third. This code held to 2 CTAs per SM by
-// padding its shared memory to 80 KiB instead was as steady on ragged but no faster (308.2-308.3).
+// __launch_bounds__(128, 2): up to 255 registers (155-177 used), so 2 CTAs per SM, which is all
+// the plan fills (harness/plan.c). Against (128, 3) (at most 168 registers, 3 CTAs per SM; H200, four
+// instances, three or four rounds each, 35 of 35 fixtures correct): ragged 315.0 -> 307.4 us, 308.4 -> 306.8,
+// 312.7 -> 311.5 and 308.9 -> 307.3, its noise 0.63-0.95 -> 0.24-0.29 % rel stdev; B4 graph 0.1-1.1 % and B16
+// paged 0-0.4 % faster; B1 T131072 both ways (24.86-25.38 -> 25.44-25.70, 25.54-25.57 -> 25.34-25.38,
+// 25.28-25.70 -> 25.38-25.60, 25.09-25.54 -> 25.44-25.60);
+// forced splits of 512 CTAs run as two even waves instead of 1.3 (bench, B8 split 2: 0.831 -> 0.969 of the
+// roofline). The (128, 3) code held to 2 CTAs per SM by padding its shared memory to 80 KiB was as steady on
+// ragged but no faster (308.2-308.3).
 template <typename T, int D_PAD>
 __global__ void __launch_bounds__(128, 2) decode_split_kv_producer_mma(const dkb_decode_params p, const __grid_constant__ KvMaps maps) {
   producer_mma<T, D_PAD, false>(p, maps);
