@@ -350,12 +350,11 @@ static int read_clocks(struct jr *r, const json_t *timing, struct bench_case *bc
     const json_t *ev = jr_get(r, s, p, "clocks_event_reasons", 1, JSON_OBJECT);
     const char *bits = NULL;
     if (!ev || jr_str(r, ev, pe, "bits", 1, &bits)) return -1;
-    const char *hex = bits + 2;  /* 1 to 16 hex digits after "0x", as dkb_nvml_sample_json writes them */
-    const size_t nh = strncmp(bits, "0x", 2) ? 0 : strlen(hex);
-    if (nh < 1 || nh > 16 || strspn(hex, "0123456789abcdefABCDEF") != nh)
+    unsigned long long v;
+    if (dkb_nvml_reason_bits_parse(bits, &v))
       return jr_fail(r, pe, "bits", "must be the reason bits as hex text, \"0x...\" (got \"%s\")", bits);
     bc->clocks_reported = 1;
-    bc->clock_reasons |= strtoull(hex, NULL, 16) & ~DKB_NVML_REASON_GPU_IDLE;
+    bc->clock_reasons |= v & ~DKB_NVML_REASON_GPU_IDLE;
   }
   return 0;
 }
@@ -433,15 +432,10 @@ static json_t *case_json(const struct bench_case *bc) {
   json_object_set_new(c, "graph", json_boolean(bc->graph));
   json_object_set_new(c, "excess_us", isfinite(bc->excess_us) ? json_real(bc->excess_us) : json_null());
   json_t *clk = json_null();
-  if (bc->clocks_reported) {
-    const char *names[64];
-    const size_t k = dkb_nvml_reason_names(bc->clock_reasons, names, 64);
-    json_t *reasons = json_array();
-    for (size_t i = 0; i < k; i++) json_array_append_new(reasons, json_string(names[i]));
+  if (bc->clocks_reported)
     clk = json_pack("{s:o,s:o,s:o,s:b}", "sm_mhz_before", bc->sm_mhz[0] >= 0 ? json_integer(bc->sm_mhz[0]) : json_null(),
-                    "sm_mhz_after", bc->sm_mhz[1] >= 0 ? json_integer(bc->sm_mhz[1]) : json_null(), "event_reasons", reasons,
-                    "slowed", dkb_nvml_reasons_slow(bc->clock_reasons));
-  }
+                    "sm_mhz_after", bc->sm_mhz[1] >= 0 ? json_integer(bc->sm_mhz[1]) : json_null(), "event_reasons",
+                    dkb_nvml_reason_names_json(bc->clock_reasons), "slowed", dkb_nvml_reasons_slow(bc->clock_reasons));
   json_object_set_new(c, "clocks", clk);
   return c;
 }

@@ -5,6 +5,7 @@
 
 #include <dlfcn.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 enum { NVML_CLOCK_GRAPHICS = 0, NVML_CLOCK_SM = 1, NVML_CLOCK_MEM = 2, NVML_TEMPERATURE_GPU = 0 };
@@ -155,6 +156,22 @@ size_t dkb_nvml_reason_names(unsigned long long bits, const char **names, size_t
   return k;
 }
 
+json_t *dkb_nvml_reason_names_json(unsigned long long bits) {
+  const char *names[64];
+  const size_t k = dkb_nvml_reason_names(bits, names, 64);
+  json_t *arr = json_array();
+  for (size_t i = 0; i < k; i++) json_array_append_new(arr, json_string(names[i]));
+  return arr;
+}
+
+int dkb_nvml_reason_bits_parse(const char *text, unsigned long long *bits) {
+  const char *hex = text + 2;  /* 1 to 16 hex digits after "0x", as dkb_nvml_sample_json writes them */
+  const size_t nh = strncmp(text, "0x", 2) ? 0 : strlen(hex);
+  if (nh < 1 || nh > 16 || strspn(hex, "0123456789abcdefABCDEF") != nh) return -1;
+  *bits = strtoull(hex, NULL, 16);
+  return 0;
+}
+
 int dkb_nvml_reasons_slow(unsigned long long bits) {
   /* sw_power_cap, hw_slowdown, sw_thermal_slowdown, hw_thermal_slowdown, hw_power_brake_slowdown: bits 2, 3, 5-7 */
   return (bits & 0xECull) != 0;
@@ -170,10 +187,7 @@ json_t *dkb_nvml_sample_json(const struct dkb_nvml_sample *s) {
     if (!(s->have & f)) {
       json_object_set_new(missing, FIELD_NAMES[i], json_string(s->missing[i]));
     } else if (f == DKB_NVML_EVENT_REASONS) {
-      const char *names[64];
-      size_t k = dkb_nvml_reason_names(s->event_reasons, names, 64);
-      json_t *arr = json_array();
-      for (size_t m = 0; m < k; m++) json_array_append_new(arr, json_string(names[m]));
+      json_t *arr = dkb_nvml_reason_names_json(s->event_reasons);
       char bits[24]; /* hex text: a 64-bit mask may not fit a JSON-safe integer */
       snprintf(bits, sizeof bits, "0x%llx", s->event_reasons);
       json_object_set_new(j, FIELD_NAMES[i], json_pack("{s:s, s:o}", "bits", bits, "names", arr));

@@ -65,6 +65,11 @@ void dkb_nvml_close(struct dkb_nvml *n);
 /* Names of the set bits ("gpu_idle", "sw_power_cap", "hw_slowdown", ..., "unknown_0x200") in bit
  * order; returns how many were written (at most max). */
 size_t dkb_nvml_reason_names(unsigned long long bits, const char **names, size_t max);
+/* The same names as a JSON array. New reference. */
+json_t *dkb_nvml_reason_names_json(unsigned long long bits);
+/* The bits back from their JSON text ("0x" and 1 to 16 hex digits, as dkb_nvml_sample_json writes
+ * them): 0, or -1 (bits untouched) for any other text. */
+int dkb_nvml_reason_bits_parse(const char *text, unsigned long long *bits);
 /* Bit 0 of the clock event reasons: the GPU was idle (before a timed region: not a limit on it). */
 #define DKB_NVML_REASON_GPU_IDLE 0x1ull
 /* 1 when one of the reason bits holds the clocks below what the load asks for: a power cap, a thermal
