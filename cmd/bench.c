@@ -164,7 +164,7 @@ int cmd_bench(int argc, char **argv) {
            a->splits, best_s, best, 100 * (a->median_us / best - 1));
   }
   /* the matrix's targets, judged on level-6 results only */
-  struct bench_verdict *v = calloc((size_t)(4 * m.n + 1), sizeof *v);  /* at most 3 targets and 1 auto check per case */
+  struct bench_verdict *v = DKB_CALLOC((size_t)(4 * m.n + 1), sizeof *v);  /* at most 3 targets and 1 auto check per case */
   const int nv = bench_judge(&m, &r, v, 4 * m.n + 1);
   int missed = 0, unmeasured = 0;
   for (int i = 0; i < nv; i++) {

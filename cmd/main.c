@@ -1,5 +1,7 @@
 /* main.c - the dkb entry point: the one dispatch table, help, version, and the stdout check. */
 #include <getopt.h>
+#include <jansson.h>
+#include <openssl/crypto.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -213,7 +215,17 @@ int cmd_getopt(int argc, char **argv, const struct option *opts, const char *cmd
 
 static int is_help(const char *a) { return !strcmp(a, "-h") || !strcmp(a, "--help"); }
 
+/* libcrypto hands allocations its own file and line. */
+static void *crypto_malloc(size_t n, const char *file, int line) { return dkb_malloc(n, file, line); }
+static void *crypto_realloc(void *p, size_t n, const char *file, int line) { return dkb_realloc(p, n, file, line); }
+static void crypto_free(void *p, const char *file, int line) { (void)file; (void)line; free(p); }
+
 int main(int argc, char **argv) {
+  /* jansson and libcrypto allocate through dkb's checked allocator too (harness/err.h): out of memory
+   * ends the command with exit code 4 and a message, never a half-built document or a NULL dereference.
+   * Both must be set before the libraries allocate anything. */
+  json_set_alloc_funcs(dkb_malloc_plain, free);
+  CRYPTO_set_mem_functions(crypto_malloc, crypto_realloc, crypto_free);
   if (argc < 2) { print_overview(stderr); return DKB_USAGE; }
   const char *first = argv[1];
   int rc;

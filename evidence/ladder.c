@@ -456,8 +456,7 @@ static void read_artifacts(struct lctx *c) {
   const json_t *list = get(c, c->b, "", "artifacts", TY_ARR);
   if (!list) return;
   size_t n = json_array_size(list);
-  c->arts = calloc(n ? n : 1, sizeof *c->arts);
-  if (!c->arts) DKB_BUG("out of memory");
+  c->arts = DKB_CALLOC(n ? n : 1, sizeof *c->arts);
   for (size_t i = 0; i < n && !c->bad; i++) {
     char p[DKB_PTR_MAX], q[DKB_PTR_MAX];
     jr_ptr_idx(p, "/artifacts", i);
@@ -908,8 +907,7 @@ static void level2_chain(struct lctx *c) {
   if (!nn) finding(c, 2, "chain_nodes_missing", "/chain/nodes", "the chain has no node");
   /* edges: [from, to] pairs of node ids */
   size_t ne = edges ? json_array_size(edges) : 0;
-  long *from = calloc(ne + 1, sizeof *from), *to = calloc(ne + 1, sizeof *to);
-  if (!from || !to) DKB_BUG("out of memory");
+  long *from = DKB_CALLOC(ne + 1, sizeof *from), *to = DKB_CALLOC(ne + 1, sizeof *to);
   for (size_t k = 0; k < ne && !c->bad; k++) {
     char ep[DKB_PTR_MAX];
     jr_ptr_idx(ep, "/chain/edges", k);
@@ -951,9 +949,8 @@ static void level2_chain(struct lctx *c) {
   }
   /* cycles: the first back edge of a depth-first search lies on a cycle; then reachability from cmd */
   if (!c->bad && nn) {
-    int *color = calloc(nn, sizeof *color), *seen = calloc(nn, sizeof *seen);
-    size_t *queue = calloc(nn, sizeof *queue);
-    if (!color || !seen || !queue) DKB_BUG("out of memory");
+    int *color = DKB_CALLOC(nn, sizeof *color), *seen = DKB_CALLOC(nn, sizeof *seen);
+    size_t *queue = DKB_CALLOC(nn, sizeof *queue);
     long back = -1;
     for (size_t i = 0; i < nn && back < 0; i++)
       if (!color[i]) back = chain_back_edge((long)i, color, from, to, ne);
@@ -1565,8 +1562,7 @@ static void level6_timing(struct lctx *c, const json_t *m) {
   const json_t *samples = get_arr_of(c, t, p, "samples_us", TY_NUM);
   if (c->bad) return;
   size_t n = samples ? json_array_size(samples) : 0;
-  double *s = malloc((n ? n : 1) * sizeof *s);
-  if (!s) DKB_BUG("out of memory");
+  double *s = DKB_MALLOC((n ? n : 1) * sizeof *s);
   size_t nonpos = 0, first_nonpos = 0;
   for (size_t i = 0; i < n; i++) {
     s[i] = json_number_value(json_array_get(samples, i));

@@ -82,7 +82,7 @@ int bench_run_load(const char *path, struct bench_run *r, struct dkb_err *err) {
   const json_t *cases = jr_get(&j, r->doc, "", "cases", 1, JSON_ARRAY);
   if (!cases) goto fail;
   r->n = (int)json_array_size(cases);
-  r->cases = calloc((size_t)r->n + 1, sizeof *r->cases);
+  r->cases = DKB_CALLOC((size_t)r->n + 1, sizeof *r->cases);
   for (int i = 0; i < r->n; i++) {
     char p[DKB_PTR_MAX];
     jr_ptr_idx(p, "/cases", (size_t)i);
@@ -133,7 +133,7 @@ static void judge(const struct bench_run_case *a, const struct bench_run_case *b
 
 int bench_diff(const struct bench_run *base, const struct bench_run *cand, const struct bench_diff_opts *o,
                struct bench_delta **out) {
-  struct bench_delta *d = calloc((size_t)(base->n + cand->n) + 1, sizeof *d);
+  struct bench_delta *d = DKB_CALLOC((size_t)(base->n + cand->n) + 1, sizeof *d);
   int n = 0;
   for (int i = 0; i < base->n; i++) {
     struct bench_delta *x = &d[n++];

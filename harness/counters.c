@@ -104,7 +104,7 @@ int dkb_counters_collect(int device, const char *range_name, dkb_launch_fn workl
   CUpti_Profiler_GetCounterAvailability_Params ga = {.structSize = CUpti_Profiler_GetCounterAvailability_Params_STRUCT_SIZE};
   ga.ctx = ctx;
   DKB_CUPTI_CHECK(err, cuptiProfilerGetCounterAvailability(&ga));
-  if (!(avail = malloc(ga.counterAvailabilityImageSize))) DKB_BUG("out of memory");
+  avail = DKB_MALLOC(ga.counterAvailabilityImageSize);
   ga.pCounterAvailabilityImage = avail;
   DKB_CUPTI_CHECK(err, cuptiProfilerGetCounterAvailability(&ga));
 
@@ -134,7 +134,7 @@ int dkb_counters_collect(int device, const char *range_name, dkb_launch_fn workl
   CUpti_Profiler_Host_GetConfigImageSize_Params cs = {.structSize = CUpti_Profiler_Host_GetConfigImageSize_Params_STRUCT_SIZE};
   cs.pHostObject = host;
   DKB_CUPTI_CHECK(err, cuptiProfilerHostGetConfigImageSize(&cs));
-  if (!(config = malloc(cs.configImageSize))) DKB_BUG("out of memory");
+  config = DKB_MALLOC(cs.configImageSize);
   CUpti_Profiler_Host_GetConfigImage_Params gc = {.structSize = CUpti_Profiler_Host_GetConfigImage_Params_STRUCT_SIZE};
   gc.pHostObject = host;
   gc.configImageSize = cs.configImageSize;
@@ -149,7 +149,7 @@ int dkb_counters_collect(int device, const char *range_name, dkb_launch_fn workl
   ds.maxNumOfRanges = 1;
   ds.maxNumRangeTreeNodes = 1;
   DKB_CUPTI_CHECK(err, cuptiRangeProfilerGetCounterDataSize(&ds));
-  if (!(counter_data = malloc(ds.counterDataSize))) DKB_BUG("out of memory");
+  counter_data = DKB_MALLOC(ds.counterDataSize);
   CUpti_RangeProfiler_CounterDataImage_Initialize_Params ci = {
       .structSize = CUpti_RangeProfiler_CounterDataImage_Initialize_Params_STRUCT_SIZE};
   ci.pRangeProfilerObject = rp;

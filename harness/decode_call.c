@@ -37,8 +37,8 @@ static int read_requests(struct jr *r, const json_t *doc, struct decode_call *c)
     size_t n = json_array_size(rq);
     if (n < 1 || n > 65536) return jr_fail(r, "", "requests", "must hold 1 to 65536 requests (got %zu)", n);
     c->B = (int)n;
-    c->kv_len = calloc(n, sizeof *c->kv_len);
-    c->cache_row = calloc(n, sizeof *c->cache_row);
+    c->kv_len = DKB_CALLOC(n, sizeof *c->kv_len);
+    c->cache_row = DKB_CALLOC(n, sizeof *c->cache_row);
     for (size_t b = 0; b < n; b++) {
       char p[DKB_PTR_MAX];
       jr_ptr_idx(p, "/requests", b);
@@ -62,8 +62,8 @@ static int read_requests(struct jr *r, const json_t *doc, struct decode_call *c)
       jr_enum(r, rq, "/requests", "cache_rows", 0, ROWS, &rows))
     return -1;
   c->B = (int)count;
-  c->kv_len = calloc((size_t)count, sizeof *c->kv_len);
-  c->cache_row = calloc((size_t)count, sizeof *c->cache_row);
+  c->kv_len = DKB_CALLOC((size_t)count, sizeof *c->kv_len);
+  c->cache_row = DKB_CALLOC((size_t)count, sizeof *c->cache_row);
   const json_t *kv = json_object_get(rq, "kv_len");
   if (json_is_integer(kv)) {
     long long n = 0;

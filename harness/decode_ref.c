@@ -22,12 +22,12 @@ static void ref_group(void *vctx, int64_t task) {
   const struct decode_inputs *in = r->in;
   const int64_t b = task / c->H_kv, h = task % c->H_kv, g = c->H_q / c->H_kv, R = g * c->C;
   const int64_t N = c->kv_len[b], dk = c->dk, dv = c->dv;
-  double *kb = malloc((size_t)(KB * dk) * sizeof *kb), *vb = malloc((size_t)(KB * dv) * sizeof *vb);
-  double *q = malloc((size_t)(R * dk) * sizeof *q), *s = malloc((size_t)KB * sizeof *s);
-  unsigned char *al = malloc(KB);
-  double *u = calloc((size_t)(2 * R * dv), sizeof *u);
-  struct ss_state *run = calloc((size_t)R, sizeof *run), blk;
-  blk.u = malloc((size_t)dv * sizeof *blk.u);
+  double *kb = DKB_MALLOC((size_t)(KB * dk) * sizeof *kb), *vb = DKB_MALLOC((size_t)(KB * dv) * sizeof *vb);
+  double *q = DKB_MALLOC((size_t)(R * dk) * sizeof *q), *s = DKB_MALLOC((size_t)KB * sizeof *s);
+  unsigned char *al = DKB_MALLOC(KB);
+  double *u = DKB_CALLOC((size_t)(2 * R * dv), sizeof *u);
+  struct ss_state *run = DKB_CALLOC((size_t)R, sizeof *run), blk;
+  blk.u = DKB_MALLOC((size_t)dv * sizeof *blk.u);
   for (int64_t row = 0; row < R; row++) {
     int64_t j = row / c->C, i = row % c->C, hq = h * g + j;
     for (int64_t x = 0; x < dk; x++)

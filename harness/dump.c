@@ -135,8 +135,7 @@ int dump_open(const char *dir, struct dump **d, struct dkb_err *err) {
   if (exists && !S_ISDIR(st.st_mode)) return dkb_err_set(err, DKB_USAGE, dir, NULL, "not a folder");
   if (!exists && dkb_mkdirs(dir, err)) return -1;
   if (exists && clear_previous_dump(dir, err)) return -1;
-  struct dump *n = calloc(1, sizeof *n);
-  if (!n) DKB_BUG("out of memory");
+  struct dump *n = DKB_CALLOC(1, sizeof *n);
   snprintf(n->dir, sizeof n->dir, "%s", dir);
   n->created = !exists;
   n->files = json_array();

@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 void dkb_err_clear(struct dkb_err *e) { memset(e, 0, sizeof *e); }
 
@@ -39,11 +40,39 @@ void dkb_err_format(const struct dkb_err *e, char *out, unsigned long n) {
     snprintf(out, n, "%s", e->msg);
 }
 
+_Noreturn static void out_of_memory(size_t n, size_t size, const char *file, int line) {
+  char where[600] = "";
+  if (file && file[0]) snprintf(where, sizeof where, line > 0 ? " (%s:%d)" : " (%s)", file, line);
+  if (size > 1) fprintf(stderr, "dkb: error: out of memory: cannot allocate %zu x %zu bytes%s\n", n, size, where);
+  else fprintf(stderr, "dkb: error: out of memory: cannot allocate %zu bytes%s\n", n, where);
+  _exit(DKB_ENV);
+}
+
+void *dkb_malloc(size_t n, const char *file, int line) {
+  void *p = malloc(n ? n : 1);
+  if (!p) out_of_memory(n, 1, file, line);
+  return p;
+}
+
+void *dkb_calloc(size_t n, size_t size, const char *file, int line) {
+  void *p = calloc(n ? n : 1, size ? size : 1);
+  if (!p) out_of_memory(n, size, file, line);
+  return p;
+}
+
 void *dkb_realloc(void *p, size_t n, const char *file, int line) {
   void *q = realloc(p, n ? n : 1);
-  if (!q) dkb_bug(file, line, "out of memory for %zu bytes", n);
+  if (!q) out_of_memory(n, 1, file, line);
   return q;
 }
+
+char *dkb_strdup(const char *s, const char *file, int line) {
+  size_t n = strlen(s) + 1;
+  char *d = dkb_malloc(n, file, line);
+  return memcpy(d, s, n);
+}
+
+void *dkb_malloc_plain(size_t n) { return dkb_malloc(n, "jansson", 0); }
 
 void dkb_bug(const char *file, int line, const char *fmt, ...) {
   va_list ap;

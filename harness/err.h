@@ -38,9 +38,22 @@ void dkb_err_format(const struct dkb_err *e, char *out, unsigned long n);
 #define DKB_BUG(...) dkb_bug(__FILE__, __LINE__, __VA_ARGS__)
 _Noreturn void dkb_bug(const char *file, int line, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
-/* realloc for every growing array: running out of memory is not an input error, so it aborts like
- * DKB_BUG, naming the caller's file and line. */
+/* Checked allocation, for everything dkb puts on the heap (and, through cmd/main.c, for jansson and
+ * libcrypto). Out of memory is neither bad input nor a bug, and no caller can do better than stop: the
+ * command ends at once with exit code 4 (DKB_ENV) and "dkb: error: out of memory: cannot allocate N bytes
+ * (file:line)". This is the one place a lower layer ends the process (STYLE 6), as git's xmalloc does.
+ * No atexit handler or library destructor runs short of memory (_exit), and no file is left half
+ * written: fsutil only ever renames whole files into place. A size of 0 allocates 1 byte, so NULL
+ * never means success. */
+#define DKB_MALLOC(n) dkb_malloc((n), __FILE__, __LINE__)
+#define DKB_CALLOC(n, size) dkb_calloc((n), (size), __FILE__, __LINE__)
 #define DKB_REALLOC(p, n) dkb_realloc((p), (n), __FILE__, __LINE__)
+#define DKB_STRDUP(s) dkb_strdup((s), __FILE__, __LINE__)
+void *dkb_malloc(size_t n, const char *file, int line);
+void *dkb_calloc(size_t n, size_t size, const char *file, int line);
 void *dkb_realloc(void *p, size_t n, const char *file, int line);
+char *dkb_strdup(const char *s, const char *file, int line);
+/* The same for jansson (json_set_alloc_funcs, cmd/main.c). */
+void *dkb_malloc_plain(size_t n);
 
 #endif

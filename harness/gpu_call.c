@@ -102,8 +102,7 @@ int gpu_call_setup(const struct decode_call *c, const struct decode_inputs *in, 
     if (pl->fused) {
       /* arrival counters start at zero; the kernel's last CTA of each group resets its own */
       const size_t nc = (size_t)c->B * c->H_kv;
-      int *zeros = calloc(nc, sizeof *zeros);
-      if (!zeros) return dkb_err_set(err, DKB_ENV, NULL, NULL, "out of host memory");
+      int *zeros = DKB_CALLOC(nc, sizeof *zeros);
       int urc = upload(g, zeros, nc * sizeof *zeros, &d, err);
       free(zeros);
       if (urc) return -1;

@@ -36,7 +36,7 @@ static int build_pages(const struct decode_call *c, struct decode_inputs *in, st
   }
   int64_t pool = used + c->pool_extra_pages;
   if (pool > INT32_MAX) return dkb_err_set(err, DKB_INPUT, c->file, "/cache", "needs %lld pages, more than int32 page ids hold", (long long)pool);
-  int32_t *perm = malloc((size_t)pool * sizeof *perm);
+  int32_t *perm = DKB_MALLOC((size_t)pool * sizeof *perm);
   for (int64_t i = 0; i < pool; i++) perm[i] = (int32_t)i;
   if (c->shuffle_pages) {  /* Fisher-Yates from the call's seed: logical and physical order differ */
     struct dkb_rng g;
@@ -50,16 +50,16 @@ static int build_pages(const struct decode_call *c, struct decode_inputs *in, st
   in->L.page_size = P;
   int64_t next = 0;
   if (c->table == KV_TABLE_DENSE) {
-    in->block_table = malloc((size_t)(c->cache_rows * width) * sizeof *in->block_table);
+    in->block_table = DKB_MALLOC((size_t)(c->cache_rows * width) * sizeof *in->block_table);
     for (int64_t i = 0; i < c->cache_rows * width; i++) in->block_table[i] = -1;  /* sentinel: no page */
     for (int b = 0; b < c->B; b++)
       for (int64_t j = 0; j < (c->kv_len[b] + P - 1) / P; j++) in->block_table[c->cache_row[b] * width + j] = perm[next++];
     in->L.block_table = in->block_table;
     in->L.table_width = width;
   } else {
-    in->page_indptr = malloc((size_t)(c->B + 1) * sizeof *in->page_indptr);
-    in->page_indices = malloc((size_t)(used ? used : 1) * sizeof *in->page_indices);
-    in->last_page_len = malloc((size_t)c->B * sizeof *in->last_page_len);
+    in->page_indptr = DKB_MALLOC((size_t)(c->B + 1) * sizeof *in->page_indptr);
+    in->page_indices = DKB_MALLOC((size_t)(used ? used : 1) * sizeof *in->page_indices);
+    in->last_page_len = DKB_MALLOC((size_t)c->B * sizeof *in->last_page_len);
     in->page_indptr[0] = 0;
     for (int b = 0; b < c->B; b++) {
       int64_t n = (c->kv_len[b] + P - 1) / P;
@@ -79,16 +79,16 @@ static int build_pages(const struct decode_call *c, struct decode_inputs *in, st
 
 /* Per-request FlashMask vectors: a document program or the fixture's explicit columns. */
 static void build_flashmask(const struct decode_call *c, struct decode_inputs *in) {
-  in->col_indptr = malloc((size_t)(c->B + 1) * sizeof *in->col_indptr);
+  in->col_indptr = DKB_MALLOC((size_t)(c->B + 1) * sizeof *in->col_indptr);
   in->col_indptr[0] = 0;
   for (int b = 0; b < c->B; b++) in->col_indptr[b + 1] = in->col_indptr[b] + c->kv_len[b];
   int64_t n = in->col_indptr[c->B];
-  in->uts = malloc((size_t)n * sizeof(int32_t)); in->ute = malloc((size_t)n * sizeof(int32_t));
-  in->lts = malloc((size_t)n * sizeof(int32_t)); in->lte = malloc((size_t)n * sizeof(int32_t));
+  in->uts = DKB_MALLOC((size_t)n * sizeof(int32_t)); in->ute = DKB_MALLOC((size_t)n * sizeof(int32_t));
+  in->lts = DKB_MALLOC((size_t)n * sizeof(int32_t)); in->lte = DKB_MALLOC((size_t)n * sizeof(int32_t));
   for (int b = 0; b < c->B; b++) {
     int64_t o = in->col_indptr[b], N = c->kv_len[b];
     if (c->mask_program == MASKGEN_DOCUMENTS) {
-      int64_t *lens = malloc((size_t)c->documents * sizeof *lens);
+      int64_t *lens = DKB_MALLOC((size_t)c->documents * sizeof *lens);
       for (int d = 0; d < c->documents; d++) lens[d] = N / c->documents + (d < N % c->documents ? 1 : 0);
       flashmask_documents(lens, c->documents, N, in->uts + o, in->ute + o, in->lts + o, in->lte + o);
       free(lens);
@@ -103,10 +103,10 @@ static void build_flashmask(const struct decode_call *c, struct decode_inputs *i
       }
     }
   }
-  in->fm_sum_indptr = malloc((size_t)(c->B + 1) * sizeof *in->fm_sum_indptr);
+  in->fm_sum_indptr = DKB_MALLOC((size_t)(c->B + 1) * sizeof *in->fm_sum_indptr);
   in->fm_sum_indptr[0] = 0;
   for (int b = 0; b < c->B; b++) in->fm_sum_indptr[b + 1] = in->fm_sum_indptr[b] + (c->kv_len[b] + in->fm_block - 1) / in->fm_block;
-  in->fm_summary = malloc((size_t)(in->fm_sum_indptr[c->B] * 8 + 8) * sizeof(int32_t));
+  in->fm_summary = DKB_MALLOC((size_t)(in->fm_sum_indptr[c->B] * 8 + 8) * sizeof(int32_t));
   for (int b = 0; b < c->B; b++) {
     int64_t o = in->col_indptr[b];
     flashmask_summarize(in->uts + o, in->ute + o, in->lts + o, in->lte + o, c->kv_len[b], in->fm_block,
@@ -148,13 +148,13 @@ int inputs_build(const struct decode_call *c, int64_t fm_block, struct decode_in
   L->H_q = c->H_q;
   L->H_kv = c->H_kv;
   L->len = c->kv_len;
-  in->cache_batch_idx = malloc((size_t)c->B * sizeof *in->cache_batch_idx);
+  in->cache_batch_idx = DKB_MALLOC((size_t)c->B * sizeof *in->cache_batch_idx);
   memcpy(in->cache_batch_idx, c->cache_row, (size_t)c->B * sizeof *in->cache_batch_idx);
   L->cache_batch_idx = in->cache_batch_idx;
   L->cache_rows = c->cache_rows;
   L->T_cap = c->T_cap;
   if (c->layout == KV_RAGGED_NHD) {
-    in->indptr = malloc((size_t)(c->B + 1) * sizeof *in->indptr);
+    in->indptr = DKB_MALLOC((size_t)(c->B + 1) * sizeof *in->indptr);
     in->indptr[0] = 0;
     for (int b = 0; b < c->B; b++) in->indptr[b + 1] = in->indptr[b] + c->kv_len[b];
     L->indptr = in->indptr;
@@ -172,7 +172,7 @@ int inputs_build(const struct decode_call *c, int64_t fm_block, struct decode_in
   in->v_bytes = (size_t)kv_tensor_elems(L, c->dv) * (size_t)in->esize;
   in->k = malloc(in->k_bytes ? in->k_bytes : 1);
   in->v = malloc(in->v_bytes ? in->v_bytes : 1);
-  if (!in->k || !in->v) { dkb_err_set(err, DKB_ENV, c->file, NULL, "cannot allocate %zu bytes of host K/V", in->k_bytes + in->v_bytes); goto fail; }
+  if (!in->k || !in->v) { dkb_err_set(err, DKB_ENV, c->file, NULL, "out of memory: cannot allocate %zu bytes of host K/V", in->k_bytes + in->v_bytes); goto fail; }
   memset(in->k, 0xFF, in->k_bytes);  /* 0xFF.. is NaN in fp16, bf16 and fp32 */
   memset(in->v, 0xFF, in->v_bytes);
   struct fill_ctx f = {c, in};
@@ -182,7 +182,7 @@ int inputs_build(const struct decode_call *c, int64_t fm_block, struct decode_in
   in->poisoned_elems = (int64_t)(in->k_bytes + in->v_bytes) / in->esize - written * (c->dk + c->dv);
 
   in->q_bytes = (size_t)c->B * c->C * c->H_q * c->dk * (size_t)in->esize;
-  in->q = malloc(in->q_bytes);
+  in->q = DKB_MALLOC(in->q_bytes);
   for (int64_t b = 0; b < c->B; b++)
     for (int64_t i = 0; i < c->C; i++)
       for (int64_t h = 0; h < c->H_q; h++)
@@ -192,8 +192,8 @@ int inputs_build(const struct decode_call *c, int64_t fm_block, struct decode_in
   if (c->phase == PHASE_APPEND) {
     in->new_k_bytes = (size_t)c->B * c->C * c->H_kv * c->dk * (size_t)in->esize;
     in->new_v_bytes = (size_t)c->B * c->C * c->H_kv * c->dv * (size_t)in->esize;
-    in->k_new = malloc(in->new_k_bytes);
-    in->v_new = malloc(in->new_v_bytes);
+    in->k_new = DKB_MALLOC(in->new_k_bytes);
+    in->v_new = DKB_MALLOC(in->new_v_bytes);
     for (int64_t b = 0; b < c->B; b++)
       for (int64_t i = 0; i < c->C; i++) {
         int64_t t = c->kv_len[b] - c->C + i;
@@ -236,7 +236,7 @@ void inputs_kv_row(const struct decode_call *c, const struct decode_inputs *in, 
 void *inputs_expected_cache(const struct decode_call *c, const struct decode_inputs *in, int which) {
   size_t n = which ? in->v_bytes : in->k_bytes;
   int64_t d = which ? c->dv : c->dk;
-  void *out = malloc(n ? n : 1);
+  void *out = DKB_MALLOC(n ? n : 1);
   memcpy(out, which ? in->v : in->k, n);
   const void *src = which ? in->v_new : in->k_new;
   for (int64_t b = 0; b < c->B && src; b++)

@@ -19,7 +19,6 @@
 struct collect {
   struct dkb_loaded_object *v;
   size_t n, cap;
-  int failed;            /* allocation failure inside the callback */
   char unresolved[4096]; /* first mapped file whose path no longer resolves, "" if none */
   int unresolved_errno;
 };
@@ -29,14 +28,12 @@ static void collect_add(struct collect *c, const char *path, int is_main) {
     if (!strcmp(c->v[i].path, path)) return;
   if (c->n == c->cap) {
     size_t cap = c->cap ? 2 * c->cap : 64;
-    struct dkb_loaded_object *v = realloc(c->v, cap * sizeof *v);
-    if (!v) { c->failed = 1; return; }
-    c->v = v;
+    c->v = DKB_REALLOC(c->v, cap * sizeof *c->v);
     c->cap = cap;
   }
   struct dkb_loaded_object *o = &c->v[c->n];
   memset(o, 0, sizeof *o);
-  if (!(o->path = strdup(path))) { c->failed = 1; return; }
+  o->path = DKB_STRDUP(path);
   o->role = dkb_loadmap_role(path, is_main);
   c->n++;
 }
@@ -116,7 +113,6 @@ int dkb_loadmap_capture(struct dkb_loadmap *m, struct dkb_err *err) {
   dl_iterate_phdr(on_object, &c);
   m->v = c.v;
   m->n = c.n;
-  if (c.failed) { dkb_err_set(err, DKB_INTERNAL, NULL, NULL, "out of memory listing mapped objects"); goto cleanup; }
   if (c.unresolved[0]) {
     dkb_err_set(err, DKB_ENV, c.unresolved, NULL, "mapped object has no file to hash: %s", strerror(c.unresolved_errno));
     goto cleanup;
@@ -126,9 +122,8 @@ int dkb_loadmap_capture(struct dkb_loadmap *m, struct dkb_err *err) {
   double t0 = now_s();
   job.v = m->v;
   job.n = m->n;
-  job.errs = calloc(m->n ? m->n : 1, sizeof *job.errs);
-  job.failed = calloc(m->n ? m->n : 1, sizeof *job.failed);
-  if (!job.errs || !job.failed) { dkb_err_set(err, DKB_INTERNAL, NULL, NULL, "out of memory"); goto cleanup; }
+  job.errs = DKB_CALLOC(m->n ? m->n : 1, sizeof *job.errs);
+  job.failed = DKB_CALLOC(m->n ? m->n : 1, sizeof *job.failed);
   long cpus = sysconf(_SC_NPROCESSORS_ONLN);
   size_t want = cpus > 1 ? (size_t)cpus : 1;
   if (want > sizeof th / sizeof th[0]) want = sizeof th / sizeof th[0];

@@ -136,7 +136,7 @@ int plan_auto_splits(const int64_t *tiles, int n, int heads, int slots, int max_
   int64_t most = 0;  /* CTAs at the largest split */
   for (int b = 0; b < n; b++) most += tiles[b] > cap ? cap : (tiles[b] > 0 ? tiles[b] : 1);
   most *= heads;
-  int64_t *cost = malloc((size_t)most * sizeof *cost), *heap = malloc((size_t)slots * sizeof *heap), best = 0, prev_chunk = 0;
+  int64_t *cost = DKB_MALLOC((size_t)most * sizeof *cost), *heap = DKB_MALLOC((size_t)slots * sizeof *heap), best = 0, prev_chunk = 0;
   int best_s = 1;
   for (int64_t s = 1; s <= cap; s++) {
     const int64_t chunk = (max_tiles + s - 1) / s;
@@ -172,8 +172,8 @@ static int cmp_item(const void *a, const void *b, void *lens) {
 }
 static void order_longest_first(struct decode_plan *p, int by_request) {
   const int n = p->n_items;
-  int *idx = malloc((size_t)n * sizeof *idx);
-  int64_t *len = malloc((size_t)n * sizeof *len);
+  int *idx = DKB_MALLOC((size_t)n * sizeof *idx);
+  int64_t *len = DKB_MALLOC((size_t)n * sizeof *len);
   for (int i = 0; i < n; i++) { idx[i] = i; len[i] = p->item_hi[i] - p->item_lo[i]; }
   if (by_request) /* plan order is request-major, so the items of one request are a run */
     for (int i = 0, j; i < n; i = j) {
@@ -182,7 +182,7 @@ static void order_longest_first(struct decode_plan *p, int by_request) {
       for (int k = i; k < j; k++) len[k] = mx;
     }
   qsort_r(idx, (size_t)n, sizeof *idx, cmp_item, len);
-#define PERMUTE(field, type) do { type *t = malloc((size_t)n * sizeof *t); \
+#define PERMUTE(field, type) do { type *t = DKB_MALLOC((size_t)n * sizeof *t); \
     for (int i = 0; i < n; i++) { t[i] = p->field[idx[i]]; } free(p->field); p->field = t; } while (0)
   PERMUTE(item_b, int32_t); PERMUTE(item_lo, int64_t); PERMUTE(item_hi, int64_t); PERMUTE(item_slot, int32_t);
   PERMUTE(item_n, int64_t); PERMUTE(item_base, int64_t);
@@ -196,10 +196,10 @@ int plan_build(const struct decode_call *c, const struct decode_inputs *in, cons
   memset(p, 0, sizeof *p);
   const int64_t T = o->tile_tokens > 0 ? o->tile_tokens : 64;
   struct builder bl = {p, &in->L, 0};
-  struct range **rs = calloc((size_t)c->B, sizeof *rs);
-  int *nr = calloc((size_t)c->B, sizeof *nr);
-  int64_t max_tiles = 0, *vt = calloc((size_t)c->B, sizeof *vt);  /* visible tiles of each request */
-  int64_t *vk = calloc((size_t)c->B, sizeof *vk);                     /* and its visible keys */
+  struct range **rs = DKB_CALLOC((size_t)c->B, sizeof *rs);
+  int *nr = DKB_CALLOC((size_t)c->B, sizeof *nr);
+  int64_t max_tiles = 0, *vt = DKB_CALLOC((size_t)c->B, sizeof *vt);  /* visible tiles of each request */
+  int64_t *vk = DKB_CALLOC((size_t)c->B, sizeof *vk);                     /* and its visible keys */
   for (int b = 0; b < c->B; b++) {
     nr[b] = visible_ranges(c, in, b, T, &rs[b], p->tiles);
     for (int i = 0; i < nr[b]; i++) vk[b] += rs[b][i].e - rs[b][i].a;
@@ -238,7 +238,7 @@ int plan_build(const struct decode_call *c, const struct decode_inputs *in, cons
     p->chunk_tiles = max_tiles > 0 ? (max_tiles + s - 1) / s : 1;
   }
   }
-  p->slot_indptr = calloc((size_t)c->B + 1, sizeof *p->slot_indptr);
+  p->slot_indptr = DKB_CALLOC((size_t)c->B + 1, sizeof *p->slot_indptr);
   for (int b = 0; b < c->B; b++) {
     const int64_t vis = vk[b];
     if (c->split_policy == SPLIT_FIXED) {

@@ -168,7 +168,7 @@ int runner_execute(struct decode_call *c, const struct run_opts *o, struct run_r
   struct gpu_call g;
   struct dkb_trace tr;
   struct dkb_timing tm;
-  struct admission *adm = calloc(1, sizeof *adm);
+  struct admission *adm = DKB_CALLOC(1, sizeof *adm);
   memset(&in, 0, sizeof in);
   memset(&pl, 0, sizeof pl);
   memset(&g, 0, sizeof g);
@@ -272,8 +272,8 @@ int runner_execute(struct decode_call *c, const struct run_opts *o, struct run_r
 
   /* The float64 oracle. */
   size_t orows = (size_t)c->B * c->C * c->H_q;
-  o_ref = malloc(orows * (size_t)c->dv * sizeof *o_ref);
-  lse_ref = malloc(orows * sizeof *lse_ref);
+  o_ref = DKB_MALLOC(orows * (size_t)c->dv * sizeof *o_ref);
+  lse_ref = DKB_MALLOC(orows * sizeof *lse_ref);
   decode_ref_compute(c, &in, o_ref, lse_ref);
   progress(o, "oracle", "float64 reference of %zu rows", orows);
 
@@ -345,9 +345,9 @@ int runner_execute(struct decode_call *c, const struct run_opts *o, struct run_r
     json_object_set_new(json_object_get(bundle, "dispatch"), "required_kernels", req);
 
     /* ---- correctness against the float64 oracle, on the captured launch ---- */
-    o_gpu = malloc(g.o_bytes);
-    lse_gpu = c->return_lse ? malloc(g.lse_bytes) : NULL;
-    if (c->phase == PHASE_APPEND) { k_after = malloc(in.k_bytes ? in.k_bytes : 1); v_after = malloc(in.v_bytes ? in.v_bytes : 1); }
+    o_gpu = DKB_MALLOC(g.o_bytes);
+    lse_gpu = c->return_lse ? DKB_MALLOC(g.lse_bytes) : NULL;
+    if (c->phase == PHASE_APPEND) { k_after = DKB_MALLOC(in.k_bytes ? in.k_bytes : 1); v_after = DKB_MALLOC(in.v_bytes ? in.v_bytes : 1); }
     if (gpu_call_download(&g, &in, o_gpu, lse_gpu, k_after, v_after, &e2)) {
       bundle_set_status(bundle, "launch_failed", "launch_failed", "%s", e2.msg);
       goto grade;
@@ -438,8 +438,8 @@ int runner_execute(struct decode_call *c, const struct run_opts *o, struct run_r
       /* The timed calls must leave the kernels able to reproduce the checked output: one more call on
        * poisoned outputs, compared bit for bit (state kept between calls, such as the fused combine's
        * arrival counters, or a merge in a varying order would show here). */
-      void *o_again = malloc(g.o_bytes);
-      float *lse_again = lse_gpu ? malloc(g.lse_bytes) : NULL;
+      void *o_again = DKB_MALLOC(g.o_bytes);
+      float *lse_again = lse_gpu ? DKB_MALLOC(g.lse_bytes) : NULL;
       dkb_err_clear(&e2);
       int lrc = gpu_call_poison(&g, &e2) ? -1 : gpu_call_launch(&g, g.stream);
       int drc = lrc ? -1 : gpu_call_download(&g, &in, o_again, lse_again, NULL, NULL, &e2);

@@ -37,8 +37,7 @@ static void *grow(void *p, size_t n, size_t *cap, size_t elem) {
 
 static char *dup_or_null(const char *s) {
   if (!s) return NULL;
-  char *d = strdup(s);
-  if (!d) DKB_BUG("out of memory copying a trace name");
+  char *d = DKB_STRDUP(s);
   return d;
 }
 

@@ -159,7 +159,7 @@ int oracle_eval_bench_manifest(struct jr *r, const json_t *in, const char *ptr, 
 
   size_t n = json_array_size(rowsj);
   if (n == 0 || n > MAX_ROWS) return jr_fail(r, ptr, "rows", "must hold 1 to %d rows", MAX_ROWS);
-  struct row *rows = calloc(n, sizeof *rows);
+  struct row *rows = DKB_CALLOC(n, sizeof *rows);
   int rc = -1;
   json_t *rows_out = NULL;
   jr_ptr_key(ap, ptr, "rows");

@@ -132,7 +132,7 @@ static int read_input(struct jr *r, const json_t *in, const char *ptr, struct kv
     if ((long long)json_array_size(bt) != k->Bc) return jr_fail(r, ptr, "block_table", "must have one row per cache row (%lld)", k->Bc);
     k->W = json_is_array(json_array_get(bt, 0)) ? (long long)json_array_size(json_array_get(bt, 0)) : 0;
     if (k->W < 1) return jr_fail(r, p, "0", "must be a non-empty array of page ids");
-    k->bt = calloc((size_t)(k->Bc * k->W), sizeof *k->bt);
+    k->bt = DKB_CALLOC((size_t)(k->Bc * k->W), sizeof *k->bt);
     for (long long c = 0; c < k->Bc; c++) {
       const json_t *row = json_array_get(bt, (size_t)c);
       jr_ptr_idx(e, p, (size_t)c);
@@ -160,7 +160,7 @@ static int read_input(struct jr *r, const json_t *in, const char *ptr, struct kv
     const json_t *pi = jr_get(r, csr, p, "page_indices", 1, JSON_ARRAY);
     if (!pi) return -1;
     k->nidx = (long long)json_array_size(pi);
-    k->pidx = calloc(k->nidx ? (size_t)k->nidx : 1, sizeof *k->pidx);
+    k->pidx = DKB_CALLOC(k->nidx ? (size_t)k->nidx : 1, sizeof *k->pidx);
     if (read_i32_array(r, csr, p, "page_indices", -1, INT32_MAX, -1, k->pidx, NULL)) return -1;
     k->have_csr = 1;
   }
@@ -233,7 +233,7 @@ static void store_recover(const struct ids *I, const struct kv_layout *W, const 
   A.len = alloc_len;
   for (int z = 0; z < 2; z++) {
     int64_t d = z ? in->dv : in->dk, n = kv_tensor_elems(W, d);
-    int64_t *store = malloc((size_t)(n ? n : 1) * sizeof *store);
+    int64_t *store = DKB_MALLOC((size_t)(n ? n : 1) * sizeof *store);
     for (int64_t i = 0; i < n; i++) store[i] = POISON;
     for (int64_t b = 0; b < in->B; b++)
       for (int64_t t = 0; t < W->len[b]; t++)
@@ -420,8 +420,8 @@ int oracle_eval_kv_address(struct jr *r, const json_t *input, const char *ptr, j
   per_tensor = I.pre[in.B] * in.Hkv * in.dk;
 
   /* 3. The declared deviations, one at a time, through the same check. */
-  rb.ident_table = calloc(in.bt ? (size_t)(in.Bc * in.W) : 1, sizeof(int32_t));
-  rb.ident_csr = calloc(in.nidx ? (size_t)in.nidx : 1, sizeof(int32_t));
+  rb.ident_table = DKB_CALLOC(in.bt ? (size_t)(in.Bc * in.W) : 1, sizeof(int32_t));
+  rb.ident_csr = DKB_CALLOC(in.nidx ? (size_t)in.nidx : 1, sizeof(int32_t));
   for (long long c = 0; in.bt && c < in.Bc; c++)
     for (long long j = 0; j < in.W; j++) rb.ident_table[c * in.W + j] = (int32_t)j;
   for (long long b = 0; in.have_csr && b < in.B; b++)

@@ -2,6 +2,7 @@
 #include "ledger.h"
 #include "reason.h"
 #include "split_state.h"
+#include "harness/err.h"
 
 #include <stddef.h>
 #include <stdio.h>
@@ -183,7 +184,7 @@ static int check_bounds(const struct ledger_call *c, const int64_t *bd, char rea
             (long long)b, (long long)s, (long long)a, (long long)e, (long long)b, (long long)c->T[b], (long long)tmax);
     }
   /* Sweep each request's ranges in order of start: they must chain from 0 to T_b. */
-  int64_t(*rg)[2] = malloc((size_t)S * sizeof *rg);
+  int64_t(*rg)[2] = DKB_MALLOC((size_t)S * sizeof *rg);
   int rc = 0;
   for (int64_t b = 0; b < c->B && !rc; b++) {
     memcpy(rg, bd + b * S * 2, (size_t)S * sizeof *rg);

@@ -113,7 +113,7 @@ static int read_bounds(struct jr *r, const json_t *cl, const char *ptr, const st
   int64_t S = ledger_splits(c);
   if ((int64_t)json_array_size(sb) != c->B)
     return jr_fail(r, bp, NULL, "must have one entry per request (%lld)", (long long)c->B);
-  *out = calloc((size_t)(c->B * S * 2), sizeof **out);
+  *out = DKB_CALLOC((size_t)(c->B * S * 2), sizeof **out);
   for (int64_t b = 0; b < c->B; b++) {
     const json_t *rq = json_array_get(sb, (size_t)b);
     jr_ptr_idx(rp, bp, (size_t)b);
@@ -154,7 +154,7 @@ int oracle_eval_launch_storage(struct jr *r, const json_t *in, const char *ptr, 
       get_i64(r, in, ptr, "vector_alignment", 0, 1, 1 << 16, &c.vec_align) ||
       jr_bool(r, in, ptr, "write_lse", 0, &c.write_lse))
     goto cleanup;
-  T64 = calloc(nT, sizeof *T64);
+  T64 = DKB_CALLOC(nT, sizeof *T64);
   for (size_t b = 0; b < nT; b++) T64[b] = T[b];
   c.T = T64;
 

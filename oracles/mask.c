@@ -4,6 +4,7 @@
 #include "mask.h"
 #include "rng.h"
 #include "split_state.h"
+#include "harness/err.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -234,7 +235,7 @@ int mask_program_check(const struct mask_program *m, int64_t B, char reason[64],
     if (m->summary_indptr[b + 1] - m->summary_indptr[b] != rows)
       return FAIL("stale_summaries", "request %lld has %lld summary rows for %lld columns in blocks of %lld", (long long)b,
                   (long long)(m->summary_indptr[b + 1] - m->summary_indptr[b]), (long long)n, (long long)m->summary_block);
-    int32_t *fresh = malloc((size_t)(rows ? rows : 1) * 8 * sizeof *fresh);
+    int32_t *fresh = DKB_MALLOC((size_t)(rows ? rows : 1) * 8 * sizeof *fresh);
     flashmask_summarize(m->uts + c0, m->ute + c0, m->lts + c0, m->lte + c0, n, m->summary_block, fresh);
     int same = !memcmp(fresh, m->summaries + m->summary_indptr[b] * 8, (size_t)rows * 8 * sizeof *fresh);
     free(fresh);
@@ -332,10 +333,9 @@ int mask_attention_tiled(const struct mask_program *m, int64_t b, int64_t q_pos0
                          double *lse, struct mask_tile_counts *counts) {
   if (n_rows < 0 || n_keys < 0 || d < 1 || ex->tile_rows < 1 || ex->tile_cols < 1) return -1;
   size_t D = (size_t)d;
-  struct ss_state *row = calloc((size_t)n_rows + 2, sizeof *row);
-  double *ubuf = calloc(((size_t)n_rows + 2) * D, sizeof *ubuf);
-  unsigned char *vis = calloc((size_t)n_keys + 1, 1);
-  if (!row || !ubuf || !vis) { free(row); free(ubuf); free(vis); return -1; }
+  struct ss_state *row = DKB_CALLOC((size_t)n_rows + 2, sizeof *row);
+  double *ubuf = DKB_CALLOC(((size_t)n_rows + 2) * D, sizeof *ubuf);
+  unsigned char *vis = DKB_CALLOC((size_t)n_keys + 1, 1);
   for (int64_t i = 0; i < n_rows + 2; i++) row[i].u = ubuf + (size_t)i * D;
   struct ss_state *tile = &row[n_rows], *aux = &row[n_rows + 1];
   for (int64_t i = 0; i < n_rows; i++) ss_empty(&row[i], D);
@@ -367,8 +367,8 @@ int mask_attention_tiled(const struct mask_program *m, int64_t b, int64_t q_pos0
 void mask_attention_dense(const struct mask_program *m, int64_t b, int64_t q_pos0, int64_t n_rows, int64_t n_keys,
                           const double *scores, const double *values, int64_t d, double *o, double *lse) {
   size_t D = (size_t)d;
-  unsigned char *vis = calloc((size_t)n_keys + 1, 1);
-  double *u = calloc(D, sizeof *u);
+  unsigned char *vis = DKB_CALLOC((size_t)n_keys + 1, 1);
+  double *u = DKB_CALLOC(D, sizeof *u);
   struct ss_state st = {.u = u};
   for (int64_t i = 0; i < n_rows; i++) {
     for (int64_t k = 0; k < n_keys; k++) vis[k] = (unsigned char)mask_visible(m, b, q_pos0 + i, k);

@@ -45,7 +45,7 @@ static int read_dense(struct jr *r, const json_t *in, const char *ptr, int64_t r
   int64_t nr = cols ? rows : 1, nc = cols ? cols : rows;
   if ((int64_t)json_array_size(cells) != (cols ? rows : rows))
     return jr_fail(r, p, "cells", "must have %lld entries (got %zu)", (long long)rows, json_array_size(cells));
-  unsigned char *raw = malloc((size_t)(rows * (cols ? cols : 1)));
+  unsigned char *raw = DKB_MALLOC((size_t)(rows * (cols ? cols : 1)));
   for (int64_t i = 0; i < nr; i++) {
     const json_t *row = cols ? json_array_get(cells, (size_t)i) : cells;
     jr_ptr_idx(e, cp, (size_t)i);
@@ -110,7 +110,7 @@ int oracle_eval_mask_column(struct jr *r, const json_t *in, const char *ptr, jso
   const json_t *ivj = jr_get(r, in, ptr, "intervals", 0, JSON_ARRAY);
   if (!ivj && json_object_get(in, "intervals")) return -1;
   if (!ivj && !json_object_get(in, "dense")) return jr_fail(r, ptr, NULL, "needs intervals, a dense column, or both");
-  unsigned char *truth = NULL, *reader = calloc((size_t)n, 1), *half = calloc((size_t)n, 1), *masked = calloc((size_t)n, 1);
+  unsigned char *truth = NULL, *reader = DKB_CALLOC((size_t)n, 1), *half = DKB_CALLOC((size_t)n, 1), *masked = DKB_CALLOC((size_t)n, 1);
   json_t *rep = json_object();
   int32_t iv[4] = {0, 0, 0, 0};
   if (ivj) {
@@ -137,9 +137,9 @@ int oracle_eval_mask_column(struct jr *r, const json_t *in, const char *ptr, jso
     json_object_set_new(rep, "intervals", json_pack("{s:[i,i],s:[i,i]}", "UT", iv[0], iv[1], "LT", iv[2], iv[3]));
   }
   if (json_object_get(in, "dense")) {
-    truth = calloc((size_t)n, 1);
+    truth = DKB_CALLOC((size_t)n, 1);
     if (read_dense(r, in, ptr, n, 0, truth, &polarity)) goto cleanup;
-    unsigned char *tm = calloc((size_t)n, 1);
+    unsigned char *tm = DKB_CALLOC((size_t)n, 1);
     for (int64_t q = 0; q < n; q++) tm[q] = !truth[q];
     int32_t g[4];
     int64_t runs = mask_column_runs(tm, n);
@@ -237,10 +237,10 @@ static int read_program(struct jr *r, const json_t *in, const char *ptr, long lo
     long long *len = NULL;
     size_t n = 0;
     if (jr_keys(r, pj, pp, doc, NULL) || jr_int_array(r, pj, pp, "documents", 1, 0, INT32_MAX, -1, &len, &n)) return -1;
-    int64_t *l64 = malloc((n ? n : 1) * sizeof *l64);
+    int64_t *l64 = DKB_MALLOC((n ? n : 1) * sizeof *l64);
     for (size_t i = 0; i < n; i++) l64[i] = len[i];
     free(len);
-    for (int f = 0; f < 4; f++) p->v[f] = malloc((size_t)cols * sizeof(int32_t));
+    for (int f = 0; f < 4; f++) p->v[f] = DKB_MALLOC((size_t)cols * sizeof(int32_t));
     int bad = flashmask_documents(l64, (int64_t)n, cols, p->v[0], p->v[1], p->v[2], p->v[3]);
     free(l64);
     if (bad) return jr_fail(r, pp, "documents", "document lengths must sum to cols (%lld)", cols);
@@ -250,7 +250,7 @@ static int read_program(struct jr *r, const json_t *in, const char *ptr, long lo
       long long *x = NULL;
       size_t n = 0;
       if (jr_int_array(r, pj, pp, fm[f + 1], 1, INT32_MIN, INT32_MAX, cols, &x, &n)) return -1;
-      p->v[f] = malloc((size_t)cols * sizeof(int32_t));
+      p->v[f] = DKB_MALLOC((size_t)cols * sizeof(int32_t));
       for (size_t j = 0; j < n; j++) p->v[f][j] = (int32_t)x[j];
       free(x);
     }
@@ -259,12 +259,12 @@ static int read_program(struct jr *r, const json_t *in, const char *ptr, long lo
   p->m.uts = p->v[0]; p->m.ute = p->v[1]; p->m.lts = p->v[2]; p->m.lte = p->v[3];
   if (ends == 1) {   /* the reader takes [s, e] as closed: its half-open end is e + 1 */
     for (int f = 0; f < 2; f++) {
-      p->rd[f] = malloc((size_t)cols * sizeof(int32_t));
+      p->rd[f] = DKB_MALLOC((size_t)cols * sizeof(int32_t));
       for (long long j = 0; j < cols; j++) p->rd[f][j] = p->v[2 * f + 1][j] + 1;
     }
   }
   p->si[0] = 0;
-  p->sum = malloc((size_t)((cols + block - 1) / block) * 8 * sizeof(int32_t));
+  p->sum = DKB_MALLOC((size_t)((cols + block - 1) / block) * 8 * sizeof(int32_t));
   flashmask_summary_rows(p->ci, 1, block, p->si);
   flashmask_summarize(p->v[0], p->v[1], p->v[2], p->v[3], cols, block, p->sum);
   p->m.summary_block = block;
@@ -302,7 +302,7 @@ int oracle_eval_mask_program(struct jr *r, const json_t *in, const char *ptr, js
   struct program_in P;
   memset(&P, 0, sizeof P);
   size_t cells = (size_t)(rows * cols);
-  unsigned char *truth = NULL, *reader = calloc(cells, 1), *half = calloc(cells, 1), *map = NULL;
+  unsigned char *truth = NULL, *reader = DKB_CALLOC(cells, 1), *half = DKB_CALLOC(cells, 1), *map = NULL;
   double *s = NULL, *v = NULL, *o = NULL, *lse = NULL, *od = NULL, *lsed = NULL;
   json_t *rep = NULL;
   if (read_program(r, in, ptr, cols, block, ends, &P)) goto cleanup;
@@ -329,9 +329,9 @@ int oracle_eval_mask_program(struct jr *r, const json_t *in, const char *ptr, js
     }
   rep = json_object();
   if (json_object_get(in, "dense")) {
-    truth = calloc(cells, 1);
+    truth = DKB_CALLOC(cells, 1);
     if (read_dense(r, in, ptr, rows, cols, truth, &polarity)) goto cleanup;
-    unsigned char *col = calloc((size_t)rows, 1);
+    unsigned char *col = DKB_CALLOC((size_t)rows, 1);
     int64_t worst_runs = 0, worst_col = -1;
     for (int64_t k = 0; k < cols; k++) {
       for (int64_t i = 0; i < rows; i++) col[i] = !truth[i * cols + k];
@@ -353,14 +353,14 @@ int oracle_eval_mask_program(struct jr *r, const json_t *in, const char *ptr, js
   /* Tiles, then execution through the classifier and partial policy under test. */
   struct mask_exec ex = {tr, tc, (enum mask_classifier)classifier, (enum mask_partial)partial};
   int64_t rt = (rows + tr - 1) / tr, ct = (cols + tc - 1) / tc;
-  map = calloc((size_t)(rt * ct), 1);
+  map = DKB_CALLOC((size_t)(rt * ct), 1);
   struct mask_tile_counts cnt = {.map = map}, prog = {0};
   struct mask_exec pex = ex;
   pex.classifier = MASK_CLASSIFY_PROGRAM;
   mask_classify_tiles(&R, 0, q0, rows, cols, &pex, &prog);
-  s = malloc(cells * sizeof *s); v = malloc((size_t)(cols * dv) * sizeof *v);
-  o = malloc((size_t)(rows * dv) * sizeof *o); od = malloc((size_t)(rows * dv) * sizeof *od);
-  lse = malloc((size_t)rows * sizeof *lse); lsed = malloc((size_t)rows * sizeof *lsed);
+  s = DKB_MALLOC(cells * sizeof *s); v = DKB_MALLOC((size_t)(cols * dv) * sizeof *v);
+  o = DKB_MALLOC((size_t)(rows * dv) * sizeof *o); od = DKB_MALLOC((size_t)(rows * dv) * sizeof *od);
+  lse = DKB_MALLOC((size_t)rows * sizeof *lse); lsed = DKB_MALLOC((size_t)rows * sizeof *lsed);
   struct dkb_rng g;
   dkb_rng_seed(&g, (uint64_t)seed);
   make_scores(&g, gen == 0, scale, half, rows, cols, dv, s, v);
@@ -504,11 +504,11 @@ int oracle_eval_mask_laws(struct jr *r, const json_t *in, const char *ptr, json_
   struct dkb_rng g;
   dkb_rng_seed(&g, (uint64_t)seed);
   int64_t nmax = rmax > cmax ? rmax : cmax;
-  int32_t *vec = malloc((size_t)(4 * cmax) * sizeof *vec), *sum = malloc((size_t)(8 * cmax) * sizeof *sum);
-  double *s = malloc((size_t)(rmax * cmax) * sizeof *s), *v = malloc((size_t)(cmax * dv) * sizeof *v);
-  double *o = malloc((size_t)(rmax * dv) * sizeof *o), *od = malloc((size_t)(rmax * dv) * sizeof *od);
-  double *l = malloc((size_t)rmax * sizeof *l), *ld = malloc((size_t)rmax * sizeof *ld);
-  unsigned char *col = malloc((size_t)nmax), *dummy = calloc(1, 1);
+  int32_t *vec = DKB_MALLOC((size_t)(4 * cmax) * sizeof *vec), *sum = DKB_MALLOC((size_t)(8 * cmax) * sizeof *sum);
+  double *s = DKB_MALLOC((size_t)(rmax * cmax) * sizeof *s), *v = DKB_MALLOC((size_t)(cmax * dv) * sizeof *v);
+  double *o = DKB_MALLOC((size_t)(rmax * dv) * sizeof *o), *od = DKB_MALLOC((size_t)(rmax * dv) * sizeof *od);
+  double *l = DKB_MALLOC((size_t)rmax * sizeof *l), *ld = DKB_MALLOC((size_t)rmax * sizeof *ld);
+  unsigned char *col = DKB_MALLOC((size_t)nmax), *dummy = DKB_CALLOC(1, 1);
   long long tiles = 0, unsafe = 0, arith_mismatch = 0, conservative = 0, columns = 0, gate_fail = 0, unrep = 0;
   double err = 0;
   for (long long t = 0; t < trials; t++) {

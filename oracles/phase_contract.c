@@ -52,7 +52,7 @@ static int read_tokens(struct jr *r, const json_t *obj, const char *ptr, const c
   char p[DKB_PTR_MAX], e[DKB_PTR_MAX];
   jr_ptr_key(p, ptr, key);
   *n = json_array_size(a);
-  *out = calloc(*n ? *n : 1, sizeof **out);
+  *out = DKB_CALLOC(*n ? *n : 1, sizeof **out);
   for (size_t i = 0; i < *n; i++) {
     const json_t *v = json_array_get(a, i);
     jr_ptr_idx(e, p, i);
@@ -84,9 +84,9 @@ static int read_cache(struct jr *r, const json_t *cj, const char *ptr, struct st
   c->rows = (int64_t)nr;
   c->capacity = cap;
   c->row_bytes = sizeof(int64_t);
-  c->data = calloc(nr * (size_t)cap, sizeof(int64_t));
-  s->owner = calloc(nr, sizeof *s->owner);
-  s->len = calloc(nr, sizeof *s->len);
+  c->data = DKB_CALLOC(nr * (size_t)cap, sizeof(int64_t));
+  s->owner = DKB_CALLOC(nr, sizeof *s->owner);
+  s->len = DKB_CALLOC(nr, sizeof *s->len);
   c->owner = s->owner;
   c->len = s->len;
   char rp[DKB_PTR_MAX], ep[DKB_PTR_MAX];
@@ -120,7 +120,7 @@ static int read_cache(struct jr *r, const json_t *cj, const char *ptr, struct st
     char bp[DKB_PTR_MAX];
     jr_ptr_key(bp, ptr, "block_table");
     if (json_array_size(bt) != nr) return jr_fail(r, bp, NULL, "must have one entry per cache row (%zu)", nr);
-    s->table = calloc(nr * (size_t)w, sizeof *s->table);
+    s->table = DKB_CALLOC(nr * (size_t)w, sizeof *s->table);
     for (size_t i = 0; i < nr; i++) {
       const json_t *pr = json_array_get(bt, i);
       jr_ptr_idx(ep, bp, i);
@@ -195,9 +195,9 @@ static int run_call(struct jr *r, const json_t *cj, const char *ptr, size_t ci, 
   if (!rq) return -1;
   size_t n = json_array_size(rq);
   if (n == 0) return jr_fail(r, ptr, "requests", "must not be empty");
-  struct phase_request *q = calloc(n, sizeof *q);
-  int64_t *qo = calloc(n + 1, sizeof *qo), *staged = NULL, **per = calloc(n, sizeof *per);
-  int *declared = calloc(n, sizeof *declared);
+  struct phase_request *q = DKB_CALLOC(n, sizeof *q);
+  int64_t *qo = DKB_CALLOC(n + 1, sizeof *qo), *staged = NULL, **per = DKB_CALLOC(n, sizeof *per);
+  int *declared = DKB_CALLOC(n, sizeof *declared);
   char rp[DKB_PTR_MAX], ep[DKB_PTR_MAX], reason[64], detail[256];
   jr_ptr_key(rp, ptr, "requests");
   for (size_t b = 0; b < n; b++) {
@@ -225,7 +225,7 @@ static int run_call(struct jr *r, const json_t *cj, const char *ptr, size_t ci, 
     q[b].C = (int64_t)C;
   }
   phase_qo_indptr(q, (int64_t)n, qo);
-  staged = calloc((size_t)qo[n] + 1, sizeof *staged);
+  staged = DKB_CALLOC((size_t)qo[n] + 1, sizeof *staged);
   for (size_t b = 0; b < n; b++) memcpy(staged + qo[b], per[b], (size_t)q[b].C * sizeof *staged);
 
   /* The checks, in the order a frozen manifest meets them. */

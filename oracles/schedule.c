@@ -96,9 +96,9 @@ int sched_fi_decode_plan(const long long *num_pages, size_t batch, long long num
   /* request_indices / kv_tile_indices / o_indptr (DecodeSplitKVIndptr) */
   long long items = 0;
   for (size_t b = 0; b < batch; b++) items += ceil_div(num_pages[b] > 1 ? num_pages[b] : 1, p->chunk_pages);
-  p->request_indices = malloc((size_t)items * sizeof *p->request_indices);
-  p->kv_tile_indices = malloc((size_t)items * sizeof *p->kv_tile_indices);
-  p->o_indptr = malloc((batch + 1) * sizeof *p->o_indptr);
+  p->request_indices = DKB_MALLOC((size_t)items * sizeof *p->request_indices);
+  p->kv_tile_indices = DKB_MALLOC((size_t)items * sizeof *p->kv_tile_indices);
+  p->o_indptr = DKB_MALLOC((batch + 1) * sizeof *p->o_indptr);
   p->o_indptr[0] = 0;
   long long j = 0;
   for (size_t b = 0; b < batch; b++) {
@@ -135,7 +135,7 @@ static int begin(const long long *work, size_t nout, int workers, struct sched_s
     s->total += work[r];
   }
   s->workers = workers;
-  s->load = calloc((size_t)workers, sizeof *s->load);
+  s->load = DKB_CALLOC((size_t)workers, sizeof *s->load);
   return 0;
 }
 
@@ -205,7 +205,7 @@ int sched_planned_chunks(const long long *work, const long long *q_len, size_t n
   s->chunk_limit = L;
   size_t nchunk = 0, cap = 0;
   for (size_t r = 0; r < nout; r++) nchunk += (size_t)ceil_div(work[r], L);
-  struct chunk *c = malloc((nchunk ? nchunk : 1) * sizeof *c);
+  struct chunk *c = DKB_MALLOC((nchunk ? nchunk : 1) * sizeof *c);
   size_t k = 0;
   for (size_t r = 0; r < nout; r++)
     for (long long a = 0, i = 0; a < work[r]; a += L, i++) {
@@ -213,7 +213,7 @@ int sched_planned_chunks(const long long *work, const long long *q_len, size_t n
       c[k++] = (struct chunk){r, i, a, e, alpha * (double)(q_len ? q_len[r] : 1) + beta * (double)(e - a)};
     }
   qsort(c, nchunk, sizeof *c, chunk_order);
-  s->cost = calloc((size_t)workers, sizeof *s->cost);
+  s->cost = DKB_CALLOC((size_t)workers, sizeof *s->cost);
   for (k = 0; k < nchunk; k++) {
     int best = 0;
     for (int w = 1; w < workers; w++)
@@ -244,7 +244,7 @@ int sched_shared_shift(const double *scores, const double *values, size_t n, siz
                        struct sched_shift_result *res) {
   memset(res, 0, sizeof *res);
   if (n == 0 || d == 0 || nparts == 0) return -1;
-  unsigned char *owned = calloc(n, 1);
+  unsigned char *owned = DKB_CALLOC(n, 1);
   int bad = 0;
   for (size_t j = 0; j < nparts && !bad; j++) {
     if (parts[j][0] < 0 || parts[j][1] < parts[j][0] || parts[j][1] > (long long)n) { bad = 1; break; }
@@ -281,8 +281,8 @@ int sched_shared_shift(const double *scores, const double *values, size_t n, siz
     return 0;
   }
   /* synchronized partial softmax: each partition's own max, exact merge (0x02) */
-  struct ss_state *st = calloc(nparts + 1, sizeof *st);
-  double *u = calloc((nparts + 1) * d, sizeof *u), *scratch = calloc(nparts * d, sizeof *scratch);
+  struct ss_state *st = DKB_CALLOC(nparts + 1, sizeof *st);
+  double *u = DKB_CALLOC((nparts + 1) * d, sizeof *u), *scratch = DKB_CALLOC(nparts * d, sizeof *scratch);
   for (size_t j = 0; j <= nparts; j++) st[j].u = u + j * d;
   for (size_t j = 0; j < nparts; j++)
     ss_summarize(scores, values, NULL, (size_t)parts[j][0], (size_t)parts[j][1], d, SS_F64, &st[j]);

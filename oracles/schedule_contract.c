@@ -39,7 +39,7 @@ int oracle_eval_schedule_fa2_splits(struct jr *r, const json_t *in, const char *
       json_decref(out);
       return -1;
     }
-    struct sched_fa2_trace *t = malloc(sizeof *t);
+    struct sched_fa2_trace *t = DKB_MALLOC(sizeof *t);
     int splits = sched_fa2_num_splits(blocks, (int)sms, (int)nk, (int)ms, t);
     json_t *eff = json_array(), *el = json_array();
     for (size_t s = 0; s < t->n; s++) {
@@ -185,7 +185,7 @@ static int read_parts(struct jr *r, const json_t *in, const char *ptr, long long
   jr_ptr_key(p, ptr, "partitions");
   *np = json_array_size(a);
   if (*np == 0) return jr_fail(r, ptr, "partitions", "must not be empty");
-  *parts = calloc(*np, sizeof **parts);
+  *parts = DKB_CALLOC(*np, sizeof **parts);
   for (size_t i = 0; i < *np; i++) {
     const json_t *g = json_array_get(a, i);
     jr_ptr_idx(e, p, i);
@@ -236,9 +236,9 @@ int oracle_eval_schedule_shared_shift(struct jr *r, const json_t *in, const char
       goto cleanup;
     }
     size_t d = nv / n;
-    double *o = calloc(d, sizeof *o), *ref = calloc(d, sizeof *ref), ref_lse;
+    double *o = DKB_CALLOC(d, sizeof *o), *ref = DKB_CALLOC(d, sizeof *ref), ref_lse;
     /* exact dense reference over the whole row */
-    struct ss_state dense = {.u = calloc(d, sizeof(double))};
+    struct ss_state dense = {.u = DKB_CALLOC(d, sizeof(double))};
     ss_summarize(sc, va, NULL, 0, n, d, SS_F64, &dense);
     ss_finalize(&dense, d, ref, &ref_lse);
     free(dense.u);

@@ -57,7 +57,7 @@ static int read_row(struct jr *r, const json_t *in, const char *ptr, struct row 
   const json_t *v0 = json_array_get(vals, 0);
   w->d = json_is_array(v0) ? json_array_size(v0) : 1;
   if (w->d == 0) return jr_fail(r, vp, "0", "must not be empty");
-  w->values = calloc(n * w->d, sizeof *w->values);
+  w->values = DKB_CALLOC(n * w->d, sizeof *w->values);
   for (size_t j = 0; j < n; j++) {
     const json_t *v = json_array_get(vals, j);
     jr_ptr_idx(ep, vp, j);
@@ -72,7 +72,7 @@ static int read_row(struct jr *r, const json_t *in, const char *ptr, struct row 
     } else if (jr_extended_num(r, v, ep, &w->values[j])) return -1;
   }
   (void)nv;
-  w->allowed = malloc(n);
+  w->allowed = DKB_MALLOC(n);
   memset(w->allowed, 1, n);
   const json_t *al = json_object_get(in, "allowed");
   if (al) {
@@ -89,7 +89,7 @@ static int read_row(struct jr *r, const json_t *in, const char *ptr, struct row 
   if (!sp) return -1;
   w->nsplit = json_array_size(sp);
   if (w->nsplit == 0) return jr_fail(r, ptr, "splits", "must not be empty");
-  w->ranges = calloc(w->nsplit, sizeof *w->ranges);
+  w->ranges = DKB_CALLOC(w->nsplit, sizeof *w->ranges);
   jr_ptr_key(vp, ptr, "splits");
   for (size_t c = 0; c < w->nsplit; c++) {
     const json_t *rg = json_array_get(sp, c);
@@ -108,7 +108,7 @@ static int read_row(struct jr *r, const json_t *in, const char *ptr, struct row 
 
 /* Disjoint ownership and exact coverage of the allowed set (0x02E). */
 static int check_partition(const struct row *w, struct oracle_reject *rej) {
-  int *owner = malloc(w->n * sizeof *owner);
+  int *owner = DKB_MALLOC(w->n * sizeof *owner);
   int rc = 0;
   for (size_t j = 0; j < w->n; j++) owner[j] = -1;
   for (size_t c = 0; c < w->nsplit && !rc; c++)
@@ -159,8 +159,8 @@ int oracle_eval_split_state(struct jr *r, const json_t *in, const char *ptr, jso
       if (jr_int_array(r, tj, ep, "order", tree_kind[t] == 2, 0, (long long)w.nsplit - 1, (long)w.nsplit, &ord, &nord))
         goto cleanup;
       if (ord) {
-        tree_order[t] = calloc(w.nsplit, sizeof(size_t));
-        unsigned char *seen = calloc(w.nsplit, 1);
+        tree_order[t] = DKB_CALLOC(w.nsplit, sizeof(size_t));
+        unsigned char *seen = DKB_CALLOC(w.nsplit, 1);
         int dup = 0;
         for (size_t i = 0; i < w.nsplit; i++) { dup |= seen[ord[i]]; seen[ord[i]] = 1; tree_order[t][i] = (size_t)ord[i]; }
         free(seen);
@@ -177,10 +177,10 @@ int oracle_eval_split_state(struct jr *r, const json_t *in, const char *ptr, jso
   if ((rc = check_partition(&w, rej))) goto cleanup;
   size_t d = w.d, S = w.nsplit;
   enum ss_arith arith = ar ? SS_F16_EACH_OP : SS_F64;
-  st = calloc(S + 2, sizeof *st);
-  ubuf = calloc((S + 2) * d, sizeof *ubuf);
-  scratch = calloc(S * d, sizeof *scratch);
-  trees_o = calloc(ntree * (d + 1), sizeof *trees_o);
+  st = DKB_CALLOC(S + 2, sizeof *st);
+  ubuf = DKB_CALLOC((S + 2) * d, sizeof *ubuf);
+  scratch = DKB_CALLOC(S * d, sizeof *scratch);
+  trees_o = DKB_CALLOC(ntree * (d + 1), sizeof *trees_o);
   for (size_t c = 0; c < S + 2; c++) st[c].u = ubuf + c * d;
   for (size_t c = 0; c < S; c++)
     ss_summarize(w.scores, w.values, w.allowed, (size_t)w.ranges[c][0], (size_t)w.ranges[c][1], d, arith, &st[c]);
@@ -206,12 +206,12 @@ int oracle_eval_split_state(struct jr *r, const json_t *in, const char *ptr, jso
     }
   }
 
-  double *O = calloc(d, sizeof *O), lse;
+  double *O = DKB_CALLOC(d, sizeof *O), lse;
   ss_reduce(st, NULL, S, d, SS_SEQUENTIAL, arith, merged, scratch);
   ss_finalize(merged, d, O, &lse);
 
   /* Averaging the normalized outputs of the valid splits: the failure of 0x02F. */
-  double *naive = calloc(d, sizeof *naive), *oc = calloc(d, sizeof *oc), lc;
+  double *naive = DKB_CALLOC(d, sizeof *naive), *oc = DKB_CALLOC(d, sizeof *oc), lc;
   size_t nvalid = 0;
   for (size_t c = 0; c < S; c++) {
     if (!st[c].valid) continue;
@@ -230,8 +230,8 @@ int oracle_eval_split_state(struct jr *r, const json_t *in, const char *ptr, jso
   }
 
   /* The (LSE, O) ABI through its own merge. */
-  struct ss_lse_state *ls = calloc(S + 1, sizeof *ls);
-  double *lbuf = calloc((S + 1) * d, sizeof *lbuf);
+  struct ss_lse_state *ls = DKB_CALLOC(S + 1, sizeof *ls);
+  double *lbuf = DKB_CALLOC((S + 1) * d, sizeof *lbuf);
   for (size_t c = 0; c <= S; c++) ls[c].o = lbuf + c * d;
   for (size_t c = 0; c < S; c++) ss_to_lse(&st[c], d, &ls[c]);
   ls[S].valid = 0; ls[S].lse = -INFINITY;
@@ -243,7 +243,7 @@ int oracle_eval_split_state(struct jr *r, const json_t *in, const char *ptr, jso
   free(ls); free(lbuf);
 
   /* Dense, unsplit reference over the whole row. */
-  double *dO = calloc(d, sizeof *dO), dlse;
+  double *dO = DKB_CALLOC(d, sizeof *dO), dlse;
   ss_summarize(w.scores, w.values, w.allowed, 0, w.n, d, SS_F64, tmp);
   ss_finalize(tmp, d, dO, &dlse);
   double dense_err = fmax(max_abs_diff(dO, O, d), max_abs_diff(&dlse, &lse, 1));
@@ -316,10 +316,10 @@ int oracle_eval_split_state_laws(struct jr *r, const json_t *in, const char *ptr
   struct dkb_rng g;
   dkb_rng_seed(&g, (uint64_t)seed);
   size_t D = (size_t)d, NM = (size_t)n_max;
-  double *scores = malloc(NM * sizeof *scores), *values = malloc(NM * D * sizeof *values);
-  unsigned char *allowed = malloc(NM);
-  double *buf = calloc(16 * D + (size_t)max_splits * D * 2, sizeof *buf);
-  struct ss_state s[6], *parts = calloc((size_t)max_splits, sizeof *parts);
+  double *scores = DKB_MALLOC(NM * sizeof *scores), *values = DKB_MALLOC(NM * D * sizeof *values);
+  unsigned char *allowed = DKB_MALLOC(NM);
+  double *buf = DKB_CALLOC(16 * D + (size_t)max_splits * D * 2, sizeof *buf);
+  struct ss_state s[6], *parts = DKB_CALLOC((size_t)max_splits, sizeof *parts);
   for (int i = 0; i < 6; i++) s[i].u = buf + (size_t)i * D;
   for (long long i = 0; i < max_splits; i++) parts[i].u = buf + 16 * D + (size_t)i * D;
   double *scratch = buf + 16 * D + (size_t)max_splits * D;

@@ -1,5 +1,6 @@
 /* stats.c - timing summary statistics (see stats.h). */
 #include "stats.h"
+#include "harness/err.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -18,7 +19,7 @@ static double quantile_sorted(const double *s, size_t n, double q) {
 
 double dkb_quantile(const double *samples, size_t n, double q) {
   if (n == 0) return 0.0;
-  double *s = malloc(n * sizeof *s);
+  double *s = DKB_MALLOC(n * sizeof *s);
   memcpy(s, samples, n * sizeof *s);
   qsort(s, n, sizeof *s, cmp_double);
   double v = quantile_sorted(s, n, q);
@@ -29,7 +30,7 @@ double dkb_quantile(const double *samples, size_t n, double q) {
 void dkb_stats_compute(const double *samples, size_t n, struct dkb_stats *out) {
   memset(out, 0, sizeof *out);
   if (n == 0) return;
-  double *s = malloc(n * sizeof *s);
+  double *s = DKB_MALLOC(n * sizeof *s);
   memcpy(s, samples, n * sizeof *s);
   qsort(s, n, sizeof *s, cmp_double);
   out->count = n;
