@@ -5,7 +5,7 @@
 #include <ctype.h>
 #include <dirent.h>
 #include <errno.h>
-#include <glob.h>
+#include <fnmatch.h>
 #include <link.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -50,6 +50,48 @@ static int read_text(const struct preflight_opts *o, const char *path, char *out
   return 0;
 }
 
+static int cmp_str(const void *a, const void *b) { return strcmp((const char *)a, (const char *)b); }
+
+/* fn(host path, ctx) for every existing path under root that matches pattern (a host path whose
+ * components may hold shell wildcards; names starting with '.' match only a literal '.'), in sorted
+ * order. glob(3) does this, but glibc's (2.36) frees its list twice when an allocation fails inside it
+ * (tests/failalloc.py found it): one folder at a time with fnmatch instead. */
+static void match_paths(const struct preflight_opts *o, const char *done, const char *rest,
+                        void (*fn)(const char *path, void *ctx), void *ctx, int depth) {
+  while (*rest == '/') rest++;
+  char path[PREFLIGHT_PATH_MAX], full[PREFLIGHT_PATH_MAX * 2];
+  struct stat st;
+  if (!*rest) {
+    rooted(full, sizeof full, o, done);
+    if (stat(full, &st) == 0) fn(done, ctx);
+    return;
+  }
+  size_t n = strcspn(rest, "/");
+  char comp[256];
+  if (n >= sizeof comp || depth > 32) return;
+  memcpy(comp, rest, n);
+  comp[n] = '\0';
+  if (!comp[strcspn(comp, "*?[")]) {  /* a plain name */
+    if (snprintf(path, sizeof path, "%s/%s", done, comp) < (int)sizeof path) match_paths(o, path, rest + n, fn, ctx, depth + 1);
+    return;
+  }
+  rooted(full, sizeof full, o, done[0] ? done : "/");
+  DIR *d = opendir(full);
+  if (!d) return;
+  char (*names)[256] = NULL;
+  size_t k = 0;
+  for (struct dirent *e; (e = readdir(d));)
+    if (strlen(e->d_name) < 256 && !fnmatch(comp, e->d_name, FNM_PERIOD)) {
+      names = DKB_REALLOC(names, (k + 1) * sizeof *names);
+      snprintf(names[k++], sizeof names[0], "%s", e->d_name);
+    }
+  closedir(d);
+  qsort(names, k, sizeof *names, cmp_str);
+  for (size_t i = 0; i < k; i++)
+    if (snprintf(path, sizeof path, "%s/%s", done, names[i]) < (int)sizeof path) match_paths(o, path, rest + n, fn, ctx, depth + 1);
+  free(names);
+}
+
 static void add_reason(struct preflight *p, int blocking, const char *id, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));
 static void add_reason(struct preflight *p, int blocking, const char *id, const char *fmt, ...) {
@@ -83,7 +125,6 @@ static void inspect_driver(const struct preflight_opts *o, struct preflight *p) 
   }
 }
 
-static int cmp_str(const void *a, const void *b) { return strcmp((const char *)a, (const char *)b); }
 
 static void inspect_gpus(const struct preflight_opts *o, struct preflight *p) {
   char dir[PREFLIGHT_PATH_MAX * 2];
@@ -158,6 +199,18 @@ static void search_add(struct search *s, const char *dir, const char *where, int
   s->on_path[s->n++] = on_path;
 }
 
+static void read_ld_conf(const struct preflight_opts *o, const char *conf, struct search *s, int depth);
+struct ld_include {
+  const struct preflight_opts *o;
+  struct search *s;
+  int depth;
+};
+static void read_included(const char *path, void *ctx) {
+  struct ld_include *i = ctx;
+  read_ld_conf(i->o, path, i->s, i->depth);
+}
+static void add_toolkit(const char *path, void *ctx) { search_add(ctx, path, "cuda_toolkit", 0); }
+
 /* Folders of /etc/ld.so.conf, following include globs (relative ones from /etc), depth-limited. */
 static void read_ld_conf(const struct preflight_opts *o, const char *conf, struct search *s, int depth) {
   char full[PREFLIGHT_PATH_MAX * 2], line[PREFLIGHT_PATH_MAX];
@@ -174,15 +227,10 @@ static void read_ld_conf(const struct preflight_opts *o, const char *conf, struc
     if (!strncmp(t, "include", 7) && (t[7] == ' ' || t[7] == '\t')) {
       char *pat = t + 8;
       while (*pat == ' ' || *pat == '\t') pat++;
-      char rel[PREFLIGHT_PATH_MAX], g[PREFLIGHT_PATH_MAX * 2];
+      char rel[PREFLIGHT_PATH_MAX];
       snprintf(rel, sizeof rel, "%s%s", *pat == '/' ? "" : "/etc/", pat);
-      rooted(g, sizeof g, o, rel);
-      glob_t gl;
-      if (glob(g, 0, NULL, &gl) == 0) {
-        size_t skip = strlen(o->root ? o->root : "");
-        for (size_t i = 0; i < gl.gl_pathc; i++) read_ld_conf(o, gl.gl_pathv[i] + skip, s, depth + 1);
-        globfree(&gl);
-      }
+      struct ld_include inc = {o, s, depth + 1};
+      match_paths(o, "", rel, read_included, &inc, 0);
       continue;
     }
     search_add(s, t, "ld.so.conf", 1);
@@ -211,14 +259,7 @@ static void build_search(const struct preflight_opts *o, const struct preflight 
   /* not searched by the loader unless listed above: reported so that a misconfigured path is visible */
   search_add(s, "/usr/local/nvidia/lib64", "nvidia", 0);
   search_add(s, "/usr/local/nvidia/lib", "nvidia", 0);
-  char g[PREFLIGHT_PATH_MAX];
-  rooted(g, sizeof g, o, "/usr/local/cuda*/lib64");
-  glob_t gl;
-  if (glob(g, 0, NULL, &gl) == 0) {
-    size_t skip = strlen(o->root ? o->root : "");
-    for (size_t i = 0; i < gl.gl_pathc; i++) search_add(s, gl.gl_pathv[i] + skip, "cuda_toolkit", 0);
-    globfree(&gl);
-  }
+  match_paths(o, "", "/usr/local/cuda*/lib64", add_toolkit, s, 0);
 }
 
 /* 1 when file name `name` is the library: exact soname, or "libX.so.*" matching any version. */
