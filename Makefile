@@ -83,6 +83,14 @@ $(BUILD)/dkb: $(CMD_O) $(BUILD)/libdkb.a
 $(BUILD)/dkb_tests: $(TEST_O) $(BUILD)/libdkb.a
 	$(CC) -o $@ $(TEST_O) $(BUILD)/libdkb.a $(LDLIBS) -lcmocka
 
+# dkb whose Nth heap allocation fails (libfiu), for tests/failalloc.py: cmd/main.c again, its main renamed
+# for the driver's.
+$(BUILD)/failalloc/main.o: cmd/main.c | $(BUILD)/gen/version.h
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS) -Dmain=dkb_main -c $< -o $@
+$(BUILD)/dkb_failalloc: $(BUILD)/tests/failalloc/driver.o $(BUILD)/failalloc/main.o $(filter-out $(BUILD)/cmd/main.o,$(CMD_O)) $(BUILD)/libdkb.a
+	$(CC) -o $@ $^ $(LDLIBS) -lfiu
+
 # AddressSanitizer + UndefinedBehaviorSanitizer: everything built again in build-asan, then the whole
 # suite, every dkb it starts included (tools/sanitize.sh). Not part of `make test`: it doubles the build.
 SAN_CC := $(CC) -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined
@@ -117,7 +125,7 @@ build-asan/carry:
 
 # The test runner ends with cmocka's summary line.
 test: deps
-	@$(MAKE) --no-print-directory $(BUILD)/dkb $(BUILD)/dkb_tests
+	@$(MAKE) --no-print-directory $(BUILD)/dkb $(BUILD)/dkb_tests $(BUILD)/dkb_failalloc
 	@$(BUILD)/dkb_tests
 
 run: deps
@@ -127,4 +135,4 @@ run: deps
 clean:
 	rm -rf $(BUILD)
 
--include $(LIB_O:.o=.d) $(CMD_O:.o=.d) $(TEST_O:.o=.d)
+-include $(LIB_O:.o=.d) $(CMD_O:.o=.d) $(TEST_O:.o=.d) $(BUILD)/failalloc/main.d $(BUILD)/tests/failalloc/driver.d

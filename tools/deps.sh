@@ -7,6 +7,7 @@ need() { [ -e "$1" ] || missing="$missing $2"; }
 need /usr/include/jansson.h libjansson-dev
 need /usr/include/openssl/evp.h libssl-dev
 need /usr/include/cmocka.h libcmocka-dev
+need /usr/include/fiu-control.h libfiu-dev  # tests/failalloc.py: one failing allocation at a time
 /usr/bin/python3 -c 'import jsonschema' 2>/dev/null || missing="$missing python3-jsonschema"
 /usr/bin/python3 -c 'import numpy' 2>/dev/null || missing="$missing python3-numpy"
 [ -x /usr/bin/python3 ] || missing="$missing python3"

@@ -1,0 +1,132 @@
+#!/usr/bin/python3
+"""failalloc.py - every dkb command, with one heap allocation failing, ends cleanly.
+
+Runs each command below through build/dkb_failalloc (tests/failalloc/driver.c: dkb whose Nth
+allocation fails, libfiu's malloc/calloc/realloc wrappers preloaded) once with no failure, to count
+its allocations and keep its result, then once per chosen N. Each run must end in one of two ways:
+  - exit 4 with "out of memory: cannot allocate" in the last line of stderr, and no bundle.json or
+    bench.json in its output folder (never a partial document); or
+  - the same exit code, stdout and documents as the run without a failure, but for the output folder's
+    name and the "created" time (allocations glibc can do without, such as stdio buffers).
+A signal, a timeout or anything else fails, printed with N so it can be run again by hand:
+  DKB_FAILALLOC_NTH=N LD_PRELOAD=/usr/lib/fiu/fiu_posix_preload.so build/dkb_failalloc ARGS
+
+  failalloc.py DRIVER [--per-command K | --every]
+K indices per command (default 60), spread over the whole count at fixed offsets, so every run of
+the test tries the same ones; --every tries all of them (hours for `run`).
+"""
+import concurrent.futures
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+
+PRELOAD = "/usr/lib/fiu/fiu_posix_preload.so"
+OOM = "out of memory: cannot allocate "
+
+# (name, argv with @OUT for a fresh output folder, documents compared inside it)
+COMMANDS = [
+    ("run default", ["run", "fixtures/decode/default.json", "-o", "@OUT", "--quiet"], ["bundle.json"]),
+    ("run paged flashmask",
+     ["run", "fixtures/decode/flashmask-documents.json", "-o", "@OUT", "--quiet"], ["bundle.json"]),
+    ("run window sink paged", ["run", "fixtures/decode/window-sink-paged.json", "-o", "@OUT"], ["bundle.json"]),
+    ("validate", ["validate", "fixtures/captured/default/bundle.json", "fixtures/captured/window-sink-paged/bundle.json",
+                  "--require-level", "6", "--json", "--source-root", "."], []),
+    ("oracle", ["oracle", "--json"] + sorted("fixtures/contracts/" + f for f in os.listdir("fixtures/contracts")), []),
+    ("digest", ["digest", "fixtures/decode/default.json", "--pointer", "/heads"], []),
+    ("compare", ["compare", "fixtures/captured/bench-3", "fixtures/captured/bench-1", "--json"], []),
+    ("bench", ["bench", "fixtures/decode/dk128-dv64.json", "-o", "@OUT", "--no-roofline"], ["bench.json"]),
+    ("preflight", ["preflight", "--json"], []),
+]
+
+
+def run(driver, argv, nth, out):
+    env = dict(os.environ, LD_PRELOAD=PRELOAD, DKB_FAILALLOC_NTH=str(nth))
+    if nth < 0:
+        env["DKB_FAILALLOC_COUNT"] = "1"
+    args = [a.replace("@OUT", out) for a in argv]
+    p = subprocess.run([driver] + args, env=env, capture_output=True, timeout=300)
+    return p, args
+
+
+def normal(text, out):
+    """Output without what changes from run to run: the output folder's name and the creation time."""
+    return re.sub(rb'"created": ?"[^"]*"', b'"created":"@TIME"', text.replace(out.encode(), b"@OUT"))
+
+
+def documents(out, names):
+    """The named documents of an output folder, normalized."""
+    got = {}
+    for n in names:
+        path = os.path.join(out, n)
+        if os.path.exists(path):
+            with open(path, "rb") as f:
+                got[n] = normal(f.read(), out)
+    return got
+
+
+def check(driver, name, argv, names, nth, base, tmp):
+    out = tempfile.mkdtemp(dir=tmp)
+    try:
+        try:
+            p, args = run(driver, argv, nth, out)
+        except subprocess.TimeoutExpired:
+            return "timed out"
+        err = p.stderr.decode(errors="replace").rstrip("\n").split("\n")[-1]
+        if p.returncode < 0:
+            return "killed by signal %d; stderr: %s" % (-p.returncode, err)
+        docs = documents(out, names)
+        if p.returncode == 4 and OOM in err:
+            if docs:
+                return "exit 4 but left %s behind" % ", ".join(sorted(docs))
+            return None
+        same = p.returncode == base[0] and normal(p.stdout, out) == base[1] and docs == base[2]
+        if same:
+            return None
+        return "exit %d (without a failure: %d), %s; stderr: %s" % (
+            p.returncode, base[0], "output differs" if p.returncode == base[0] else "not an out-of-memory exit", err)
+    finally:
+        shutil.rmtree(out, ignore_errors=True)
+
+
+def main():
+    driver = sys.argv[1]
+    every = "--every" in sys.argv
+    k = int(sys.argv[sys.argv.index("--per-command") + 1]) if "--per-command" in sys.argv else 60
+    tmp = tempfile.mkdtemp(prefix="failalloc.")
+    failures, tried = [], 0
+    try:
+        for name, argv, names in COMMANDS:
+            out = tempfile.mkdtemp(dir=tmp)
+            p, _ = run(driver, argv, -1, out)
+            last = p.stderr.decode(errors="replace").rstrip("\n").split("\n")[-1]
+            if not last.startswith("failalloc: ") or p.returncode < 0:
+                print("%s: the run without a failure did not report its allocations (exit %d): %s" % (name, p.returncode, last))
+                return 1
+            count = int(last.split()[1])
+            base = (p.returncode, normal(p.stdout, out), documents(out, names))
+            shutil.rmtree(out, ignore_errors=True)
+            if every or count <= k:
+                picks = range(count)
+            else:  # k strata of the count, a fixed offset inside each
+                picks = sorted({(i * count) // k + ((i * 7919) % max(1, count // k)) for i in range(k)})
+            with concurrent.futures.ThreadPoolExecutor(max_workers=os.cpu_count() or 2) as pool:
+                res = list(pool.map(lambda n: (n, check(driver, name, argv, names, n, base, tmp)), picks))
+            bad = [(n, r) for n, r in res if r]
+            tried += len(res)
+            print("%-22s %6d allocations, %3d failed one at a time: %s" % (
+                name, count, len(res), "clean" if not bad else "%d not clean" % len(bad)))
+            for n, r in bad:
+                failures.append("%s: allocation %d: %s" % (name, n, r))
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    for f in failures:
+        print(f)
+    print("failalloc: %d runs, %d not clean" % (tried, len(failures)))
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
