@@ -1,15 +1,22 @@
 #!/usr/bin/python3
-"""failalloc.py - every dkb command, with one heap allocation failing, ends cleanly.
+"""failalloc.py - every dkb command, with one heap allocation or one I/O call failing, ends cleanly.
 
 Runs each command below through build/dkb_failalloc (tests/failalloc/driver.c: dkb whose Nth
 allocation fails, libfiu's malloc/calloc/realloc wrappers preloaded) once with no failure, to count
 its allocations and keep its result, then once per chosen N. Each run must end in one of two ways:
-  - exit 4 with "out of memory: cannot allocate" in the last line of stderr, and no bundle.json or
-    bench.json in its output folder (never a partial document); or
+  - exit 4 with "out of memory: cannot allocate" in the last line of stderr, where any bundle.json or
+    bench.json left in its output folder is whole (never a partial document: dkb validate reads the
+    bundle, tests/bench_check.py recomputes the bench result); or
   - the same exit code, stdout and documents as the run without a failure, but for the output folder's
     name and the "created" time (allocations glibc can do without, such as stdio buffers).
+Then every I/O call (libfiu's posix/io points: open, close, read, write, rename, unlink, ...) of the
+commands that read and write documents fails, one at a time, with the errno libfiu picks. Each run must
+end with exit 3, 4 or 5 and a "dkb: error: " line, any document it left whole (a bench run that could
+not write one case's bundle records that case as not run, and exits 5), or exactly as without the
+failure (a read the command can do without).
 A signal, a timeout or anything else fails, printed with N so it can be run again by hand:
   DKB_FAILALLOC_NTH=N LD_PRELOAD=/usr/lib/fiu/fiu_posix_preload.so build/dkb_failalloc ARGS
+  (with DKB_FAILALLOC_POINTS='posix/io/*' for an I/O call)
 
   failalloc.py DRIVER [--per-command K | --every]
 K indices per command (default 60), spread over the whole count at fixed offsets, so every run of
@@ -42,8 +49,14 @@ COMMANDS = [
 ]
 
 
-def run(driver, argv, nth, out):
+IO = "posix/io/*"
+IO_COMMANDS = ["run default", "run window sink paged", "validate", "compare", "bench"]
+
+
+def run(driver, argv, nth, out, points=None):
     env = dict(os.environ, LD_PRELOAD=PRELOAD, DKB_FAILALLOC_NTH=str(nth))
+    if points:
+        env["DKB_FAILALLOC_POINTS"] = points
     if nth < 0:
         env["DKB_FAILALLOC_COUNT"] = "1"
     args = [a.replace("@OUT", out) for a in argv]
@@ -67,26 +80,41 @@ def documents(out, names):
     return got
 
 
-def check(driver, name, argv, names, nth, base, tmp):
+def whole(driver, path):
+    """None when a document left by a failed run is whole: a bundle dkb validate can read (any level,
+    exit 0 or 1), a bench result tests/bench_check.py recomputes; else why not."""
+    if path.endswith("bundle.json"):
+        p = subprocess.run([os.path.join(os.path.dirname(driver), "dkb"), "validate", path], capture_output=True)
+        ok = p.returncode in (0, 1)
+    else:
+        p = subprocess.run(["/usr/bin/python3", "tests/bench_check.py", path], capture_output=True)
+        ok = p.returncode == 0
+    return None if ok else (p.stdout + p.stderr).decode(errors="replace").strip()[-300:]
+
+
+def check(driver, name, argv, names, nth, base, tmp, points):
     out = tempfile.mkdtemp(dir=tmp)
     try:
         try:
-            p, args = run(driver, argv, nth, out)
+            p, args = run(driver, argv, nth, out, points)
         except subprocess.TimeoutExpired:
             return "timed out"
         err = p.stderr.decode(errors="replace").rstrip("\n").split("\n")[-1]
         if p.returncode < 0:
             return "killed by signal %d; stderr: %s" % (-p.returncode, err)
         docs = documents(out, names)
-        if p.returncode == 4 and OOM in err:
-            if docs:
-                return "exit 4 but left %s behind" % ", ".join(sorted(docs))
+        clean = (p.returncode == 4 and OOM in err) if not points else (p.returncode in (3, 4, 5) and err.startswith("dkb: error: "))
+        if clean:
+            for n in sorted(docs):
+                bad = whole(driver, os.path.join(out, n))
+                if bad:
+                    return "exit %d, and left a %s that is not whole: %s" % (p.returncode, n, bad)
             return None
         same = p.returncode == base[0] and normal(p.stdout, out) == base[1] and docs == base[2]
         if same:
             return None
         return "exit %d (without a failure: %d), %s; stderr: %s" % (
-            p.returncode, base[0], "output differs" if p.returncode == base[0] else "not an out-of-memory exit", err)
+            p.returncode, base[0], "output differs" if p.returncode == base[0] else "not a clean error", err)
     finally:
         shutil.rmtree(out, ignore_errors=True)
 
@@ -98,28 +126,30 @@ def main():
     tmp = tempfile.mkdtemp(prefix="failalloc.")
     failures, tried = [], 0
     try:
-        for name, argv, names in COMMANDS:
+        sweeps = [(c, None) for c in COMMANDS] + [(c, IO) for c in COMMANDS if c[0] in IO_COMMANDS]
+        for (name, argv, names), points in sweeps:
+            what = "I/O calls" if points else "allocations"
             out = tempfile.mkdtemp(dir=tmp)
-            p, _ = run(driver, argv, -1, out)
+            p, _ = run(driver, argv, -1, out, points)
             last = p.stderr.decode(errors="replace").rstrip("\n").split("\n")[-1]
             if not last.startswith("failalloc: ") or p.returncode < 0:
-                print("%s: the run without a failure did not report its allocations (exit %d): %s" % (name, p.returncode, last))
+                print("%s: the run without a failure did not report its %s (exit %d): %s" % (name, what, p.returncode, last))
                 return 1
             count = int(last.split()[1])
             base = (p.returncode, normal(p.stdout, out), documents(out, names))
             shutil.rmtree(out, ignore_errors=True)
-            if every or count <= k:
+            if every or points or count <= k:
                 picks = range(count)
             else:  # k strata of the count, a fixed offset inside each
                 picks = sorted({(i * count) // k + ((i * 7919) % max(1, count // k)) for i in range(k)})
             with concurrent.futures.ThreadPoolExecutor(max_workers=os.cpu_count() or 2) as pool:
-                res = list(pool.map(lambda n: (n, check(driver, name, argv, names, n, base, tmp)), picks))
+                res = list(pool.map(lambda n: (n, check(driver, name, argv, names, n, base, tmp, points)), picks))
             bad = [(n, r) for n, r in res if r]
             tried += len(res)
-            print("%-22s %6d allocations, %3d failed one at a time: %s" % (
-                name, count, len(res), "clean" if not bad else "%d not clean" % len(bad)))
+            print("%-22s %6d %-11s %3d failed one at a time: %s" % (
+                name, count, what + ",", len(res), "clean" if not bad else "%d not clean" % len(bad)))
             for n, r in bad:
-                failures.append("%s: allocation %d: %s" % (name, n, r))
+                failures.append("%s: %s %d: %s" % (name, what[:-1], n, r))
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     for f in failures:

@@ -1,4 +1,4 @@
-/* driver.c - dkb with its Nth heap allocation failing (libfiu), for tests/failalloc.py.
+/* driver.c - dkb with its Nth heap allocation (or I/O call) failing (libfiu), for tests/failalloc.py.
  * Run under LD_PRELOAD=/usr/lib/fiu/fiu_posix_preload.so, which routes malloc, calloc and realloc through
  * the failure points under libc/mm. They are armed here, in main, after the CUDA runtime's static
  * registration has run (libcudart's own constructors do not survive a failed allocation), so only what
@@ -29,6 +29,7 @@ int main(int argc, char **argv) {
   nth = n ? atol(n) : -1;
   if (getenv("DKB_FAILALLOC_COUNT")) atexit(report);
   fiu_init(0);
-  fiu_enable_external("libc/mm/*", 1, NULL, 0, fail_nth);
+  const char *points = getenv("DKB_FAILALLOC_POINTS");  /* or other libfiu points (failalloc.py: posix/io) */
+  fiu_enable_external(points ? points : "libc/mm/*", 1, NULL, 0, fail_nth);
   return dkb_main(argc, argv);
 }
