@@ -18,9 +18,10 @@ A signal, a timeout or anything else fails, printed with N so it can be run agai
   DKB_FAILALLOC_NTH=N LD_PRELOAD=/usr/lib/fiu/fiu_posix_preload.so build/dkb_failalloc ARGS
   (with DKB_FAILALLOC_POINTS='posix/io/*' for an I/O call)
 
-  failalloc.py DRIVER [--per-command K | --every] [--any-result]
-K indices per command (default 60), spread over the whole count at fixed offsets, so every run of
-the test tries the same ones; --every tries all of them (hours for `run`). --any-result, for a GPU
+  failalloc.py DRIVER [--per-command K | --every] [--any-result] [--only NAME]
+K indices per command and kind of failure (default 60), spread over the whole count at fixed offsets, so
+every run of the test tries the same ones; --every tries all of them (hours for `run`); --only the
+commands whose name holds NAME. --any-result, for a GPU
 machine (whose timings differ from run to run): a run that does not end in a clean error may end in any
 exit code below 128 with whole documents, instead of exactly as without the failure. The preload library
 is $DKB_FIU_PRELOAD where set (a machine that received it beside the binary).
@@ -126,11 +127,14 @@ def main():
     driver = sys.argv[1]
     every = "--every" in sys.argv
     any_result = "--any-result" in sys.argv
+    only = sys.argv[sys.argv.index("--only") + 1] if "--only" in sys.argv else None
     k = int(sys.argv[sys.argv.index("--per-command") + 1]) if "--per-command" in sys.argv else 60
     tmp = tempfile.mkdtemp(prefix="failalloc.")
     failures, tried = [], 0
     try:
         sweeps = [(c, None) for c in COMMANDS] + [(c, IO) for c in COMMANDS if c[0] in IO_COMMANDS]
+        if only:
+            sweeps = [(c, pt) for c, pt in sweeps if only in c[0]]
         for (name, argv, names), points in sweeps:
             what = "I/O calls" if points else "allocations"
             out = tempfile.mkdtemp(dir=tmp)
@@ -142,7 +146,7 @@ def main():
             count = int(last.split()[1])
             base = (p.returncode, normal(p.stdout, out), documents(out, names))
             shutil.rmtree(out, ignore_errors=True)
-            if every or points or count <= k:
+            if every or count <= k:
                 picks = range(count)
             else:  # k strata of the count, a fixed offset inside each
                 picks = sorted({(i * count) // k + ((i * 7919) % max(1, count // k)) for i in range(k)})
@@ -154,10 +158,10 @@ def main():
                 name, count, what + ",", len(res), "clean" if not bad else "%d not clean" % len(bad)))
             for n, r in bad:
                 failures.append("%s: %s %d: %s" % (name, what[:-1], n, r))
+                print("  " + failures[-1])
+            sys.stdout.flush()
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
-    for f in failures:
-        print(f)
     print("failalloc: %d runs, %d not clean" % (tried, len(failures)))
     return 1 if failures else 0
 
