@@ -105,7 +105,8 @@ def check(driver, name, argv, names, nth, base, tmp, points, any_result=False):
             return "timed out"
         err = p.stderr.decode(errors="replace").rstrip("\n").split("\n")[-1]
         if p.returncode < 0:
-            return "killed by signal %d; stderr: %s" % (-p.returncode, err)
+            tail = p.stderr.decode(errors="replace").split("failalloc: crashed; stack:\n")[-1]
+            return "killed by signal %d; stderr: %s" % (-p.returncode, tail.strip()[-1500:] or err)
         docs = documents(out, names)
         clean = (p.returncode == 4 and OOM in err) if not points else (p.returncode in (3, 4, 5) and err.startswith("dkb: error: "))
         if clean or any_result:

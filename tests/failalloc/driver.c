@@ -6,7 +6,10 @@
  * DKB_FAILALLOC_NTH=N fails allocation N (0-based) once; unset or -1 fails none. With DKB_FAILALLOC_COUNT
  * set, the allocations counted are printed to stderr at exit as "failalloc: N allocations" (a run that
  * ran out of memory ends in _exit, so it prints nothing). */
+#include <execinfo.h>
 #include <fiu.h>
+#include <signal.h>
+#include <unistd.h>
 #include <fiu-control.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -22,12 +25,29 @@ static int fail_nth(const char *name, int *failnum, void **failinfo, unsigned in
   return atomic_fetch_add(&seen, 1) == nth;
 }
 
+/* A crash prints its stack to stderr before the signal takes the process (backtrace_symbols_fd does
+ * not allocate): on a machine without gdb, the frames are what says whose code failed. */
+static void on_crash(int sig) {
+  void *pc[48];
+  int n = backtrace(pc, 48);
+  static const char head[] = "failalloc: crashed; stack:\n";
+  if (write(2, head, sizeof head - 1) < 0) {}
+  backtrace_symbols_fd(pc, n, 2);
+  signal(sig, SIG_DFL);
+  raise(sig);
+}
+
 static void report(void) { fprintf(stderr, "failalloc: %ld allocations\n", (long)atomic_load(&seen)); }
 
 int main(int argc, char **argv) {
   const char *n = getenv("DKB_FAILALLOC_NTH");
   nth = n ? atol(n) : -1;
   if (getenv("DKB_FAILALLOC_COUNT")) atexit(report);
+  void *warm[1];
+  backtrace(warm, 1);  /* loads libgcc's unwinder now, not inside a crash */
+  signal(SIGSEGV, on_crash);
+  signal(SIGABRT, on_crash);
+  signal(SIGBUS, on_crash);
   fiu_init(0);
   const char *points = getenv("DKB_FAILALLOC_POINTS");  /* or other libfiu points (failalloc.py: posix/io) */
   fiu_enable_external(points ? points : "libc/mm/*", 1, NULL, 0, fail_nth);
