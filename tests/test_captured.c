@@ -52,6 +52,33 @@ static void mutated_captured_bundles_fail(void **s) {
   run_result_release(&r);
 }
 
+/* dkb run's timing pass can fail after the call was checked (a CUDA error inside the timed launches:
+ * on the H200, an I/O call failing inside libcuda, tests/failalloc.py). Such a bundle says launch_failed
+ * and keeps the checked call's level 5; the same status over a bundle that also has its timing, or over
+ * one whose check did not pass, contradicts the evidence. */
+static void a_launch_failed_after_a_passed_check_stands_at_level_5(void **s) {
+  (void)s;
+  static const struct { const char *edit, *verdict; int rc; } cases[] = {
+      {"del b['measurement']['timing']; b['claimed_level'] = 5", "PASS  %s/m/bundle.json: computed level 5, claimed 5", 0},
+      {"b['claimed_level'] = 6", "status_contradicts_evidence  /status/terminal: terminal state launch_failed stops at level 5, the evidence proves level 6", 1},
+      {"del b['measurement']['timing']; b['measurement']['correctness']['passed'] = False; b['claimed_level'] = 5",
+       "status_contradicts_evidence  /status/terminal: terminal state launch_failed stops at level 4", 1},
+  };
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+    struct run_result r;
+    run_sh(&r,
+           "rm -rf %s/m && cp -r fixtures/captured/default %s/m && /usr/bin/python3 -c \"import json; p='%s/m/bundle.json'; "
+           "b=json.load(open(p)); b['status'] = {'terminal': 'launch_failed', 'reasons': [{'id': 'timing_failed', "
+           "'detail': 'cudaEventSynchronize: unspecified launch failure'}]}; %s; json.dump(b, open(p, 'w'))\" && "
+           "build/dkb validate %s/m/bundle.json",
+           tmp_dir(), tmp_dir(), tmp_dir(), cases[i].edit, tmp_dir());
+    char want[512];
+    snprintf(want, sizeof want, cases[i].verdict, tmp_dir());
+    if (r.rc != cases[i].rc || !strstr(r.out, want)) fail_msg("%s: exit %d, want %d and '%s' in\n%s%s", cases[i].edit, r.rc, cases[i].rc, want, r.out, r.err);
+    run_result_release(&r);
+  }
+}
+
 /* The plan's merge claim against what CUPTI saw: a cluster plan's producer launched with cluster dims
  * [1, cluster_ctas, 1], every other captured producer without a cluster (CUPTI 13 on the H200 reports
  * [0, 0, 0] for those). */
@@ -109,4 +136,5 @@ static void captured_bench_recomputes_from_its_medians(void **s) {
 }
 
 DKB_TEST_GROUP(captured, cmocka_unit_test(captured_bench_recomputes_from_its_medians), cmocka_unit_test(captured_bundles_validate_at_level_6), cmocka_unit_test(mutated_captured_bundles_fail),
-               cmocka_unit_test(captured_cluster_plans_were_launched_as_clusters))
+               cmocka_unit_test(captured_cluster_plans_were_launched_as_clusters),
+               cmocka_unit_test(a_launch_failed_after_a_passed_check_stands_at_level_5))
