@@ -110,10 +110,10 @@ int cmd_bench(int argc, char **argv) {
     ro.argv = argv;
     ro.progress = quiet_progress;
     struct run_result res;
-    if (runner_execute(&call, &ro, &res, &err)) {
+    if (runner_execute(&call, &ro, &res, &err)) {  /* the case is recorded as not run; the others go on */
       fprintf(stderr, "dkb: error: %s: %s\n", bc->name, err.msg);
       decode_call_release(&call);
-      rc = DKB_INTERNAL;
+      rc = err.code ? err.code : DKB_INTERNAL;  /* out of host memory for its inputs: 4, as for dkb run */
       continue;
     }
     bc->ran = 1;
@@ -127,7 +127,7 @@ int cmd_bench(int argc, char **argv) {
     memcpy(bc->tiles, res.tiles, sizeof bc->tiles);
     if (bench_case_read_bundle(bc, res.median_us > 0, &err)) {
       fprintf(stderr, "dkb: error: %s: %s\n", bc->name, err.msg);
-      rc = DKB_INTERNAL;
+      rc = err.code ? err.code : DKB_INTERNAL;
     }
     bc->graph = call.graph;
     bench_case_rates(bc, &r);
