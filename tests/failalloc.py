@@ -4,9 +4,10 @@
 Runs each command below through build/dkb_failalloc (tests/failalloc/driver.c: dkb whose Nth
 allocation fails, libfiu's malloc/calloc/realloc wrappers preloaded) once with no failure, to count
 its allocations and keep its result, then once per chosen N. Each run must end in one of two ways:
-  - exit 4 with "out of memory: cannot allocate" in the last line of stderr, where any bundle.json or
-    bench.json left in its output folder is whole (never a partial document: dkb validate reads the
-    bundle, tests/bench_check.py recomputes the bench result); or
+  - exit 4 with "out of memory: cannot allocate" in the last line of stderr, where any bundle.json,
+    tensor dump or bench.json left in its output folder is whole (never a partial document: dkb validate
+    reads the bundle, tests/dump_check.py checks the dump, tests/bench_check.py recomputes the bench
+    result); or
   - the same exit code, stdout and documents as the run without a failure, but for the output folder's
     name and the "created" time (allocations glibc can do without, such as stdio buffers).
 Then every I/O call (libfiu's posix/io points: open, close, read, write, rename, unlink, ...) of the
@@ -43,6 +44,8 @@ COMMANDS = [
     ("run paged flashmask",
      ["run", "fixtures/decode/flashmask-documents.json", "-o", "@OUT", "--quiet"], ["bundle.json"]),
     ("run window sink paged", ["run", "fixtures/decode/window-sink-paged.json", "-o", "@OUT"], ["bundle.json"]),
+    ("run with a dump", ["run", "fixtures/decode/append-paged-sq3.json", "-o", "@OUT", "--dump", "@OUT/dump", "--quiet"],
+     ["bundle.json", "dump/index.json"]),
     ("validate", ["validate", "fixtures/captured/default/bundle.json", "fixtures/captured/window-sink-paged/bundle.json",
                   "--require-level", "6", "--json", "--source-root", "."], []),
     ("oracle", ["oracle", "--json"] + sorted("fixtures/contracts/" + f for f in os.listdir("fixtures/contracts")), []),
@@ -54,7 +57,7 @@ COMMANDS = [
 
 
 IO = "posix/io/*"
-IO_COMMANDS = ["run default", "run window sink paged", "validate", "compare", "bench"]
+IO_COMMANDS = ["run default", "run window sink paged", "run with a dump", "validate", "compare", "bench"]
 
 
 def run(driver, argv, nth, out, points=None):
@@ -86,10 +89,14 @@ def documents(out, names):
 
 def whole(driver, path):
     """None when a document left by a failed run is whole: a bundle dkb validate can read (any level,
-    exit 0 or 1), a bench result tests/bench_check.py recomputes; else why not."""
+    exit 0 or 1), a tensor dump tests/dump_check.py passes, a bench result tests/bench_check.py
+    recomputes; else why not."""
     if path.endswith("bundle.json"):
         p = subprocess.run([os.path.join(os.path.dirname(driver), "dkb"), "validate", path], capture_output=True)
         ok = p.returncode in (0, 1)
+    elif path.endswith("index.json"):  # a tensor dump: every file against its index, O and LSE recomputed
+        p = subprocess.run(["/usr/bin/python3", "tests/dump_check.py", os.path.dirname(path)], capture_output=True)
+        ok = p.returncode == 0
     else:
         p = subprocess.run(["/usr/bin/python3", "tests/bench_check.py", path], capture_output=True)
         ok = p.returncode == 0
