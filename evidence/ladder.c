@@ -456,7 +456,7 @@ static void read_artifacts(struct lctx *c) {
   const json_t *list = get(c, c->b, "", "artifacts", TY_ARR);
   if (!list) return;
   size_t n = json_array_size(list);
-  c->arts = DKB_CALLOC(n ? n : 1, sizeof *c->arts);
+  c->arts = DKB_CALLOC(n, sizeof *c->arts);
   for (size_t i = 0; i < n && !c->bad; i++) {
     char p[DKB_PTR_MAX], q[DKB_PTR_MAX];
     jr_ptr_idx(p, "/artifacts", i);
@@ -1562,7 +1562,7 @@ static void level6_timing(struct lctx *c, const json_t *m) {
   const json_t *samples = get_arr_of(c, t, p, "samples_us", TY_NUM);
   if (c->bad) return;
   size_t n = samples ? json_array_size(samples) : 0;
-  double *s = DKB_MALLOC((n ? n : 1) * sizeof *s);
+  double *s = DKB_MALLOC(n * sizeof *s);
   size_t nonpos = 0, first_nonpos = 0;
   for (size_t i = 0; i < n; i++) {
     s[i] = json_number_value(json_array_get(samples, i));

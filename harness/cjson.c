@@ -160,7 +160,7 @@ static int write_value(const json_t *j, int indent, int depth, struct dkb_buf *o
   }
   case JSON_OBJECT: {
     size_t n = json_object_size(j), k = 0;
-    const char **keys = DKB_MALLOC((n ? n : 1) * sizeof *keys);
+    const char **keys = DKB_MALLOC(n * sizeof *keys);
     const char *key;
     json_t *v;
     json_object_foreach((json_t *)j, key, v) keys[k++] = key;

@@ -58,7 +58,7 @@ static int build_pages(const struct decode_call *c, struct decode_inputs *in, st
     in->L.table_width = width;
   } else {
     in->page_indptr = DKB_MALLOC((size_t)(c->B + 1) * sizeof *in->page_indptr);
-    in->page_indices = DKB_MALLOC((size_t)(used ? used : 1) * sizeof *in->page_indices);
+    in->page_indices = DKB_MALLOC((size_t)used * sizeof *in->page_indices);
     in->last_page_len = DKB_MALLOC((size_t)c->B * sizeof *in->last_page_len);
     in->page_indptr[0] = 0;
     for (int b = 0; b < c->B; b++) {
@@ -236,7 +236,7 @@ void inputs_kv_row(const struct decode_call *c, const struct decode_inputs *in, 
 void *inputs_expected_cache(const struct decode_call *c, const struct decode_inputs *in, int which) {
   size_t n = which ? in->v_bytes : in->k_bytes;
   int64_t d = which ? c->dv : c->dk;
-  void *out = DKB_MALLOC(n ? n : 1);
+  void *out = DKB_MALLOC(n);
   memcpy(out, which ? in->v : in->k, n);
   const void *src = which ? in->v_new : in->k_new;
   for (int64_t b = 0; b < c->B && src; b++)

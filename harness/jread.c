@@ -249,7 +249,7 @@ int jr_int_array(struct jr *r, const json_t *obj, const char *ptr, const char *k
   json_t *a = array_of(r, obj, ptr, key, required, len, &missing);
   if (!a) return missing < 0 ? -1 : 0;
   size_t k = json_array_size(a);
-  long long *x = DKB_MALLOC((k ? k : 1) * sizeof *x);
+  long long *x = DKB_MALLOC(k * sizeof *x);
   char base[DKB_PTR_MAX], p[DKB_PTR_MAX];
   jr_ptr_key(base, ptr, key);
   for (size_t i = 0; i < k; i++) {
@@ -277,7 +277,7 @@ int jr_num_array(struct jr *r, const json_t *obj, const char *ptr, const char *k
   json_t *a = array_of(r, obj, ptr, key, required, len, &missing);
   if (!a) return missing < 0 ? -1 : 0;
   size_t k = json_array_size(a);
-  double *x = DKB_MALLOC((k ? k : 1) * sizeof *x);
+  double *x = DKB_MALLOC(k * sizeof *x);
   char base[DKB_PTR_MAX], p[DKB_PTR_MAX];
   jr_ptr_key(base, ptr, key);
   for (size_t i = 0; i < k; i++) {

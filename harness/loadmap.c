@@ -122,8 +122,8 @@ int dkb_loadmap_capture(struct dkb_loadmap *m, struct dkb_err *err) {
   double t0 = now_s();
   job.v = m->v;
   job.n = m->n;
-  job.errs = DKB_CALLOC(m->n ? m->n : 1, sizeof *job.errs);
-  job.failed = DKB_CALLOC(m->n ? m->n : 1, sizeof *job.failed);
+  job.errs = DKB_CALLOC(m->n, sizeof *job.errs);
+  job.failed = DKB_CALLOC(m->n, sizeof *job.failed);
   long cpus = sysconf(_SC_NPROCESSORS_ONLN);
   size_t want = cpus > 1 ? (size_t)cpus : 1;
   if (want > sizeof th / sizeof th[0]) want = sizeof th / sizeof th[0];

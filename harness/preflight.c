@@ -125,7 +125,6 @@ static void inspect_driver(const struct preflight_opts *o, struct preflight *p) 
   }
 }
 
-
 static void inspect_gpus(const struct preflight_opts *o, struct preflight *p) {
   char dir[PREFLIGHT_PATH_MAX * 2];
   rooted(dir, sizeof dir, o, "/proc/driver/nvidia/gpus");

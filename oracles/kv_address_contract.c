@@ -160,7 +160,7 @@ static int read_input(struct jr *r, const json_t *in, const char *ptr, struct kv
     const json_t *pi = jr_get(r, csr, p, "page_indices", 1, JSON_ARRAY);
     if (!pi) return -1;
     k->nidx = (long long)json_array_size(pi);
-    k->pidx = DKB_CALLOC(k->nidx ? (size_t)k->nidx : 1, sizeof *k->pidx);
+    k->pidx = DKB_CALLOC((size_t)k->nidx, sizeof *k->pidx);
     if (read_i32_array(r, csr, p, "page_indices", -1, INT32_MAX, -1, k->pidx, NULL)) return -1;
     k->have_csr = 1;
   }
@@ -233,7 +233,7 @@ static void store_recover(const struct ids *I, const struct kv_layout *W, const 
   A.len = alloc_len;
   for (int z = 0; z < 2; z++) {
     int64_t d = z ? in->dv : in->dk, n = kv_tensor_elems(W, d);
-    int64_t *store = DKB_MALLOC((size_t)(n ? n : 1) * sizeof *store);
+    int64_t *store = DKB_MALLOC((size_t)n * sizeof *store);
     for (int64_t i = 0; i < n; i++) store[i] = POISON;
     for (int64_t b = 0; b < in->B; b++)
       for (int64_t t = 0; t < W->len[b]; t++)

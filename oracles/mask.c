@@ -235,7 +235,7 @@ int mask_program_check(const struct mask_program *m, int64_t B, char reason[64],
     if (m->summary_indptr[b + 1] - m->summary_indptr[b] != rows)
       return FAIL("stale_summaries", "request %lld has %lld summary rows for %lld columns in blocks of %lld", (long long)b,
                   (long long)(m->summary_indptr[b + 1] - m->summary_indptr[b]), (long long)n, (long long)m->summary_block);
-    int32_t *fresh = DKB_MALLOC((size_t)(rows ? rows : 1) * 8 * sizeof *fresh);
+    int32_t *fresh = DKB_MALLOC((size_t)rows * 8 * sizeof *fresh);
     flashmask_summarize(m->uts + c0, m->ute + c0, m->lts + c0, m->lte + c0, n, m->summary_block, fresh);
     int same = !memcmp(fresh, m->summaries + m->summary_indptr[b] * 8, (size_t)rows * 8 * sizeof *fresh);
     free(fresh);

@@ -237,7 +237,7 @@ static int read_program(struct jr *r, const json_t *in, const char *ptr, long lo
     long long *len = NULL;
     size_t n = 0;
     if (jr_keys(r, pj, pp, doc, NULL) || jr_int_array(r, pj, pp, "documents", 1, 0, INT32_MAX, -1, &len, &n)) return -1;
-    int64_t *l64 = DKB_MALLOC((n ? n : 1) * sizeof *l64);
+    int64_t *l64 = DKB_MALLOC(n * sizeof *l64);
     for (size_t i = 0; i < n; i++) l64[i] = len[i];
     free(len);
     for (int f = 0; f < 4; f++) p->v[f] = DKB_MALLOC((size_t)cols * sizeof(int32_t));

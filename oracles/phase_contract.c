@@ -52,7 +52,7 @@ static int read_tokens(struct jr *r, const json_t *obj, const char *ptr, const c
   char p[DKB_PTR_MAX], e[DKB_PTR_MAX];
   jr_ptr_key(p, ptr, key);
   *n = json_array_size(a);
-  *out = DKB_CALLOC(*n ? *n : 1, sizeof **out);
+  *out = DKB_CALLOC(*n, sizeof **out);
   for (size_t i = 0; i < *n; i++) {
     const json_t *v = json_array_get(a, i);
     jr_ptr_idx(e, p, i);

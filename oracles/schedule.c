@@ -205,7 +205,7 @@ int sched_planned_chunks(const long long *work, const long long *q_len, size_t n
   s->chunk_limit = L;
   size_t nchunk = 0, cap = 0;
   for (size_t r = 0; r < nout; r++) nchunk += (size_t)ceil_div(work[r], L);
-  struct chunk *c = DKB_MALLOC((nchunk ? nchunk : 1) * sizeof *c);
+  struct chunk *c = DKB_MALLOC(nchunk * sizeof *c);
   size_t k = 0;
   for (size_t r = 0; r < nout; r++)
     for (long long a = 0, i = 0; a < work[r]; a += L, i++) {
