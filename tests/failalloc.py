@@ -66,9 +66,11 @@ def run(driver, argv, nth, out, points=None):
         env["DKB_FAILALLOC_POINTS"] = points
     if nth < 0:
         env["DKB_FAILALLOC_COUNT"] = "1"
-    args = [a.replace("@OUT", out) for a in argv]
-    p = subprocess.run([driver] + args, env=env, capture_output=True, timeout=300)
-    return p, args
+    return subprocess.run([driver] + [a.replace("@OUT", out) for a in argv], env=env, capture_output=True, timeout=300)
+
+
+def last_line(p):
+    return p.stderr.decode(errors="replace").rstrip("\n").split("\n")[-1]
 
 
 def normal(text, out):
@@ -107,10 +109,10 @@ def check(driver, name, argv, names, nth, base, tmp, points, any_result=False):
     out = tempfile.mkdtemp(dir=tmp)
     try:
         try:
-            p, args = run(driver, argv, nth, out, points)
+            p = run(driver, argv, nth, out, points)
         except subprocess.TimeoutExpired:
             return "timed out"
-        err = p.stderr.decode(errors="replace").rstrip("\n").split("\n")[-1]
+        err = last_line(p)
         if p.returncode < 0:
             tail = p.stderr.decode(errors="replace").split("failalloc: crashed; stack:\n")[-1]
             return "killed by signal %d; stderr: %s" % (-p.returncode, tail.strip()[-1500:] or err)
@@ -146,8 +148,8 @@ def main():
         for (name, argv, names), points in sweeps:
             what = "I/O calls" if points else "allocations"
             out = tempfile.mkdtemp(dir=tmp)
-            p, _ = run(driver, argv, -1, out, points)
-            last = p.stderr.decode(errors="replace").rstrip("\n").split("\n")[-1]
+            p = run(driver, argv, -1, out, points)
+            last = last_line(p)
             if not last.startswith("failalloc: ") or p.returncode < 0:
                 print("%s: the run without a failure did not report its %s (exit %d): %s" % (name, what, p.returncode, last))
                 return 1
