@@ -165,8 +165,9 @@ json_t *dkb_nvml_reason_names_json(unsigned long long bits) {
 }
 
 int dkb_nvml_reason_bits_parse(const char *text, unsigned long long *bits) {
+  if (strncmp(text, "0x", 2)) return -1;
   const char *hex = text + 2;  /* 1 to 16 hex digits after "0x", as dkb_nvml_sample_json writes them */
-  const size_t nh = strncmp(text, "0x", 2) ? 0 : strlen(hex);
+  const size_t nh = strlen(hex);
   if (nh < 1 || nh > 16 || strspn(hex, "0123456789abcdefABCDEF") != nh) return -1;
   *bits = strtoull(hex, NULL, 16);
   return 0;
