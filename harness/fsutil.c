@@ -25,6 +25,9 @@ int dkb_mkdirs(const char *dir, struct dkb_err *err) {
     *s = '/';
   }
   if (mkdir(p, 0777) && errno != EEXIST) return dkb_err_set(err, DKB_INTERNAL, p, NULL, "cannot create folder: %s", strerror(errno));
+  struct stat st;  /* EEXIST: it may be a file, which every write below it would report less clearly */
+  if (stat(p, &st)) return dkb_err_set(err, DKB_INTERNAL, p, NULL, "cannot create folder: %s", strerror(errno));
+  if (!S_ISDIR(st.st_mode)) return dkb_err_set(err, DKB_INTERNAL, p, NULL, "cannot create folder: %s", strerror(ENOTDIR));
   return 0;
 }
 
