@@ -16,6 +16,13 @@
 
 static void quiet_progress(void *ctx, const char *stage, const char *detail) { (void)ctx; (void)stage; (void)detail; }
 
+/* The bench's exit code over its cases: the first error stays, except that a case whose kernel failed
+ * (1) outranks every other, so a CI gate never reads a wrong output as the machine's problem. */
+static int worse(int rc, int code) {
+  if (code == DKB_OK || rc == DKB_FAIL) return rc;
+  return rc == DKB_OK || code == DKB_FAIL ? code : rc;
+}
+
 /* usage: dkb bench [FIXTURE... | --matrix FILE] [-o DIR] [--graph] [--cold] [--max-time S] [--no-roofline]
  *                  [--require-targets] */
 int cmd_bench(int argc, char **argv) {
@@ -111,9 +118,8 @@ int cmd_bench(int argc, char **argv) {
     ro.progress = quiet_progress;
     struct run_result res;
     if (runner_execute(&call, &ro, &res, &err)) {  /* the case is recorded as not run; the others go on */
-      fprintf(stderr, "dkb: error: %s: %s\n", bc->name, err.msg);
+      rc = worse(rc, cmd_report_err_in(bc->name, &err));  /* out of host memory for its inputs: 4, as for dkb run */
       decode_call_release(&call);
-      rc = err.code ? err.code : DKB_INTERNAL;  /* out of host memory for its inputs: 4, as for dkb run */
       continue;
     }
     bc->ran = 1;
@@ -125,13 +131,10 @@ int cmd_bench(int argc, char **argv) {
     bc->visible_kv_bytes = res.visible_kv_bytes;
     bc->splits = res.splits;
     memcpy(bc->tiles, res.tiles, sizeof bc->tiles);
-    if (bench_case_read_bundle(bc, res.median_us > 0, &err)) {
-      fprintf(stderr, "dkb: error: %s: %s\n", bc->name, err.msg);
-      rc = err.code ? err.code : DKB_INTERNAL;
-    }
+    if (bench_case_read_bundle(bc, res.median_us > 0, &err)) rc = worse(rc, cmd_report_err_in(bc->name, &err));
     bc->graph = call.graph;
     bench_case_rates(bc, &r);
-    if (res.correctness == 0) rc = DKB_FAIL;
+    rc = worse(rc, res.exit_code);  /* a wrong output or a faulting kernel: 1; a launch the machine failed: 4 */
     char noise[16] = "-";  /* the samples' relative stdev: how far to trust the median */
     if (bc->samples) snprintf(noise, sizeof noise, "%.2f%%", 100 * bc->rel_stdev);
     char excess[16] = "-";  /* us beyond the floor and the read at the roofline */

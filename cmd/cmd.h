@@ -28,8 +28,10 @@ int cmd_preflight(int argc, char **argv);
 /* Prints doc in canonical form with indent 2 and a newline, then releases it; returns DKB_OK or the
  * error's code. */
 int cmd_print_json(json_t *doc);
-/* "dkb: error: <formatted err>" on stderr; returns err->code. */
+/* "dkb: error: <formatted err>" on stderr; returns err->code (DKB_INTERNAL when it has none). */
 int cmd_report_err(const struct dkb_err *err);
+/* The same, naming what the error belongs to: "dkb: error: <what>: <formatted err>" (a bench case). */
+int cmd_report_err_in(const char *what, const struct dkb_err *err);
 /* "dkb: error: <msg>" + the command's usage line on stderr; returns DKB_USAGE. */
 int cmd_usage_error(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* Parses long options with getopt_long, turning its complaints into cmd_usage_error. Returns the

@@ -161,12 +161,14 @@ static void print_help(const struct command *c) {
   printf("usage: %s\n\n%s\n%s", c->usage, c->help, EXIT_CODES);
 }
 
-int cmd_report_err(const struct dkb_err *err) {
+int cmd_report_err_in(const char *what, const struct dkb_err *err) {
   char msg[2048];
   dkb_err_format(err, msg, sizeof msg);
-  fprintf(stderr, "dkb: error: %s\n", msg);
+  fprintf(stderr, "dkb: error: %s%s%s\n", what ? what : "", what ? ": " : "", msg);
   return err->code ? err->code : DKB_INTERNAL;
 }
+
+int cmd_report_err(const struct dkb_err *err) { return cmd_report_err_in(NULL, err); }
 
 int cmd_print_json(json_t *doc) {
   struct dkb_buf b;

@@ -113,6 +113,12 @@ int cmd_run(int argc, char **argv) {
   if (dkb_path_join(bpath, sizeof bpath, ro.out_dir, "bundle.json")) snprintf(bpath, sizeof bpath, "%s", ro.out_dir);
   printf("  bundle      %s\n", bpath);
   printf("  level       %d (%s)\n", res.level, res.terminal);
+  /* why it stopped there, as the bundle says it */
+  json_t *reasons = json_object_get(json_object_get(res.bundle, "status"), "reasons");
+  for (size_t i = 0; i < json_array_size(reasons); i++) {
+    json_t *r = json_array_get(reasons, i);
+    printf("  reason      %s: %s\n", json_string_value(json_object_get(r, "id")), json_string_value(json_object_get(r, "detail")));
+  }
   printf("  backend     %s\n", res.selected[0] ? res.selected : "none selected");
   printf("  plan        split %d%s; tiles SKIP %lld FULL %lld PARTIAL %lld\n", res.splits, res.direct ? " (direct output)" : "",
          res.tiles[0], res.tiles[1], res.tiles[2]);
@@ -134,8 +140,7 @@ int cmd_run(int argc, char **argv) {
   if (res.dump_dir[0]) printf("  dump        %s\n", res.dump_dir);
   int env_limited = !strcmp(res.terminal, "cuda_runtime_unavailable") || !strcmp(res.terminal, "no_gpu") ||
                     !strcmp(res.terminal, "profiler_unavailable");
-  int out = DKB_OK;
-  if (res.correctness == 0 || !strcmp(res.terminal, "launch_failed")) out = DKB_FAIL;
+  int out = res.exit_code;
   if (require >= 0 && res.level < require) {
     fprintf(stderr, "dkb: error: level %d is below the required %d (%s)\n", res.level, require, res.terminal);
     out = env_limited ? DKB_ENV : DKB_FAIL;

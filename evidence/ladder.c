@@ -176,11 +176,22 @@ static const char *const TERMINALS[] = {"complete", "cuda_runtime_unavailable", 
                                         "backend_rejected", "no_eligible_backend", "launch_failed",
                                         "correctness_failed", "internal_error", NULL};
 static const int TERMINAL_CEILING[] = {6, 2, 2, 4, 4, 4, 4, 5, 6};
+/* What `dkb run` and `dkb bench` end with (-1: launch_failed, whose error decides). A level the machine
+ * capped (no GPU, no CUPTI, no eligible backend) ends with 0: --require-level judges levels. */
+static const int TERMINAL_EXIT[] = {DKB_OK, DKB_OK, DKB_OK, DKB_OK, DKB_OK, DKB_OK, -1, DKB_FAIL, DKB_INTERNAL};
+_Static_assert(sizeof TERMINAL_CEILING == sizeof TERMINAL_EXIT && sizeof TERMINAL_EXIT / sizeof(int) + 1 == sizeof TERMINALS / sizeof *TERMINALS,
+               "one ceiling and one exit code per terminal");
 
 int ladder_terminal_ceiling(const char *terminal) {
   for (int i = 0; TERMINALS[i]; i++)
     if (!strcmp(TERMINALS[i], terminal)) return TERMINAL_CEILING[i];
   return -1;
+}
+
+int ladder_terminal_exit_code(const char *terminal, int launch_code) {
+  for (int i = 0; TERMINALS[i]; i++)
+    if (!strcmp(TERMINALS[i], terminal)) return TERMINAL_EXIT[i] >= 0 ? TERMINAL_EXIT[i] : launch_code == DKB_OK ? DKB_FAIL : launch_code;
+  return DKB_INTERNAL;
 }
 
 /* ---------------------------------------------------------------------------------------------- */

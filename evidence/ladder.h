@@ -80,5 +80,11 @@ extern const char *const ladder_required_layers[];
 extern const char *const ladder_call_key_fields[];
 /* Highest level a bundle with this status.terminal may prove (complete: 6); -1 for an unknown state. */
 int ladder_terminal_ceiling(const char *terminal);
+/* The exit code a run that ended in this status.terminal calls for: DKB_FAIL for correctness_failed
+ * (a wrong output, or one the call did not reproduce after the timed samples), launch_code for
+ * launch_failed (the failed CUDA call's: DKB_FAIL when a kernel faulted, DKB_ENV when the machine did,
+ * harness/gpucheck.c; DKB_FAIL when it is 0), DKB_OK for complete and the states a machine caps,
+ * DKB_INTERNAL for internal_error or an unknown state. */
+int ladder_terminal_exit_code(const char *terminal, int launch_code);
 
 #endif

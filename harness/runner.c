@@ -8,6 +8,7 @@
 #include "device.h"
 #include "fsutil.h"
 #include "gpu_call.h"
+#include "gpucheck.h"
 #include "inputs.h"
 #include "loadmap.h"
 #include "nvml.h"
@@ -179,6 +180,7 @@ int runner_execute(struct decode_call *c, const struct run_opts *o, struct run_r
   float *lse_gpu = NULL;
   struct dkb_kernel_info kin[8];
   int nk = 0, rc = -1, gpu_ok = 0, family = -1;
+  int launch_code = DKB_FAIL;  /* launch_failed: the exit code its error calls for (gpucheck.c: kernel or machine) */
   json_t *bundle = NULL;
   char fixture_sha[65], call_sha[65], why[1024];
   struct dkb_err e2;
@@ -283,6 +285,7 @@ int runner_execute(struct decode_call *c, const struct run_opts *o, struct run_r
   } else if (family >= 0) {
     /* ---- capture pass: NVTX range + CUPTI activity, outputs poisoned first ---- */
     if (gpu_call_setup(c, &in, &pl, family, &g, err)) {
+      launch_code = err->code;
       bundle_set_status(bundle, "launch_failed", "device_setup_failed", "%s", err->msg);
       goto grade;
     }
@@ -292,6 +295,7 @@ int runner_execute(struct decode_call *c, const struct run_opts *o, struct run_r
     snprintf(range, sizeof range, "dkb/call/%s", call_sha);
     dkb_err_clear(&e2);
     if (gpu_call_poison(&g, &e2)) {
+      launch_code = e2.code;
       bundle_set_status(bundle, "launch_failed", "poison_failed", "%s", e2.msg);
       goto grade;
     }
@@ -300,9 +304,12 @@ int runner_execute(struct decode_call *c, const struct run_opts *o, struct run_r
       /* CUPTI may be refused (privileges, another profiler): still check correctness untraced */
       snprintf(why, sizeof why, "%s", e2.msg);
       dkb_err_clear(&e2);
-      if (gpu_call_launch(&g, NULL) != 0 || cudaDeviceSynchronize() != cudaSuccess) {
-        bundle_set_status(bundle, "launch_failed", "launch_failed", "%s", why);
-        cudaGetLastError();
+      int lrc = gpu_call_launch(&g, NULL);
+      if (!lrc) lrc = (int)cudaDeviceSynchronize();
+      if (lrc) {
+        dkb_gpucheck_cuda(&e2, lrc, "gpu_call_launch(&g, NULL) or cudaDeviceSynchronize()", __FILE__, __LINE__);
+        launch_code = e2.code;
+        bundle_set_status(bundle, "launch_failed", "launch_failed", "%s, untraced after CUPTI refused: %s", e2.msg, why);
         goto grade;
       }
       bundle_set_status(bundle, "profiler_unavailable", "profiler_unavailable", "%s", why);
@@ -338,7 +345,10 @@ int runner_execute(struct decode_call *c, const struct run_opts *o, struct run_r
                           json_pack("{s:o,s:s,s:i,s:o,s:I,s:{s:s,s:s}}", "trace", tref, "nvtx_range", range,
                                     "external_correlation_id", 1, "kernels", ks, "dropped_records", (json_int_t)tr.dropped,
                                     "profiler", "name", "CUPTI", "version", ver));
-      if (!traced) bundle_set_status(bundle, "launch_failed", "launch_failed", "%s", e2.msg);
+      if (!traced) {
+        launch_code = e2.code;
+        bundle_set_status(bundle, "launch_failed", "launch_failed", "%s", e2.msg);
+      }
     }
     json_t *req = json_array();
     for (int i = 0; i < nk; i++) json_array_append_new(req, json_string(kin[i].symbol));
@@ -349,6 +359,7 @@ int runner_execute(struct decode_call *c, const struct run_opts *o, struct run_r
     lse_gpu = c->return_lse ? DKB_MALLOC(g.lse_bytes) : NULL;
     if (c->phase == PHASE_APPEND) { k_after = DKB_MALLOC(in.k_bytes ? in.k_bytes : 1); v_after = DKB_MALLOC(in.v_bytes ? in.v_bytes : 1); }
     if (gpu_call_download(&g, &in, o_gpu, lse_gpu, k_after, v_after, &e2)) {
+      launch_code = e2.code;
       bundle_set_status(bundle, "launch_failed", "launch_failed", "%s", e2.msg);
       goto grade;
     }
@@ -413,6 +424,7 @@ int runner_execute(struct decode_call *c, const struct run_opts *o, struct run_r
       int trc = dkb_timing_run(0, &to, gpu_call_launch, &g, NULL, &tm, &e2);
       if (have_nvml && dkb_nvml_sample(&nvml, dev.dev.pci_bus_id, &ns, &e2) == 0) after = dkb_nvml_sample_json(&ns);
       if (trc) {
+        launch_code = e2.code;
         bundle_set_status(bundle, "launch_failed", "timing_failed", "%s", e2.msg);
         json_decref(before);
         json_decref(after);
@@ -446,10 +458,10 @@ int runner_execute(struct decode_call *c, const struct run_opts *o, struct run_r
       int same = !lrc && !drc && !memcmp(o_again, o_gpu, g.o_bytes) && (!lse_gpu || !memcmp(lse_again, lse_gpu, g.lse_bytes));
       free(o_again);
       free(lse_again);
+      if (lrc > 0) dkb_gpucheck_cuda(&e2, lrc, "gpu_call_launch(&g, g.stream)", __FILE__, __LINE__);
       if (lrc || drc) {
-        bundle_set_status(bundle, "launch_failed", "launch_failed", "the call after the timing pass: %s",
-                          lrc > 0 ? cudaGetErrorString((cudaError_t)lrc) : e2.msg);
-        cudaGetLastError();
+        launch_code = e2.code;
+        bundle_set_status(bundle, "launch_failed", "launch_failed", "the call after the timing pass: %s", e2.msg);
         goto grade;
       }
       json_object_set_new(timing, "repeat_check",
@@ -511,6 +523,7 @@ grade:
     if (bundle_write(bundle, o->out_dir, &lr, err)) { ladder_result_release(&lr); goto cleanup; }
     res->level = lr.computed;
     snprintf(res->terminal, sizeof res->terminal, "%s", lr.terminal);
+    res->exit_code = ladder_terminal_exit_code(lr.terminal, launch_code);
     ladder_result_release(&lr);
   }
   res->gpu = gpu_ok;

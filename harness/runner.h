@@ -43,6 +43,7 @@ struct run_result {
   char kernels[512];         /* observed kernel symbols (demangled, short), comma separated */
   long long tiles[3];        /* SKIP, FULL, PARTIAL */
   char dump_dir[512];        /* where the dump went, "" when none was kept */
+  int exit_code;             /* what the outcome calls for (ladder_terminal_exit_code), before --require-level */
 };
 
 int runner_execute(struct decode_call *c, const struct run_opts *o, struct run_result *res, struct dkb_err *err);

@@ -62,6 +62,26 @@ static void terminal_ceilings_follow_the_ladder(void **s) {
   assert_int_equal(ladder_terminal_ceiling("ready"), -1);
 }
 
+/* `dkb run` and `dkb bench` end by the final status, not by the first check: a call whose output passed
+ * and was then not reproduced after the timed samples (correctness_failed) exits 1, as a wrong output
+ * does; a launch that failed exits by whose fault its CUDA error was (a faulting kernel 1, the machine 4,
+ * never 0); states a machine caps exit 0 and are left to --require-level. */
+static void exit_codes_follow_the_final_status(void **s) {
+  (void)s;
+  assert_int_equal(ladder_terminal_exit_code("correctness_failed", DKB_ENV), DKB_FAIL);
+  assert_int_equal(ladder_terminal_exit_code("launch_failed", DKB_ENV), DKB_ENV);
+  assert_int_equal(ladder_terminal_exit_code("launch_failed", DKB_FAIL), DKB_FAIL);
+  assert_int_equal(ladder_terminal_exit_code("launch_failed", DKB_OK), DKB_FAIL);
+  static const char *const capped[] = {"complete", "cuda_runtime_unavailable", "no_gpu", "profiler_unavailable",
+                                       "backend_rejected", "no_eligible_backend"};
+  for (size_t i = 0; i < sizeof capped / sizeof *capped; i++) {
+    assert_true(ladder_terminal_ceiling(capped[i]) >= 2);  /* a state the ladder knows */
+    assert_int_equal(ladder_terminal_exit_code(capped[i], DKB_FAIL), DKB_OK);
+  }
+  assert_int_equal(ladder_terminal_exit_code("internal_error", DKB_OK), DKB_INTERNAL);
+  assert_int_equal(ladder_terminal_exit_code("ready", DKB_OK), DKB_INTERNAL);
+}
+
 /* A type error anywhere is "not a bundle", with the pointer. */
 static void wrong_type_is_not_a_bundle(void **s) {
   (void)s;
@@ -129,5 +149,6 @@ static void bundle_write_claims_exactly_what_it_proves(void **s) {
 }
 
 DKB_TEST_GROUP(ladder, cmocka_unit_test(artifact_files_count_only_when_the_folder_is_given),
-               cmocka_unit_test(terminal_ceilings_follow_the_ladder), cmocka_unit_test(wrong_type_is_not_a_bundle),
+               cmocka_unit_test(terminal_ceilings_follow_the_ladder), cmocka_unit_test(exit_codes_follow_the_final_status),
+               cmocka_unit_test(wrong_type_is_not_a_bundle),
                cmocka_unit_test(bundle_write_claims_exactly_what_it_proves))

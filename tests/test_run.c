@@ -555,6 +555,17 @@ static void bench_targets_errors_and_require_targets(void **s) {
   assert_int_equal(r.rc, 3);
   assert_string_equal(r.err, want);
   run_result_release(&r);
+  /* a case that cannot run is named with its error's file: the others go on, the bench ends with its code */
+  char fx2[600];
+  assert_non_null(realpath("fixtures/decode/default.json", fx2));
+  run_sh(&r, "mkdir -p %s/bench-case-err/cases && touch %s/bench-case-err/cases/000 && "
+             "build/dkb bench %s %s -o %s/bench-case-err --no-roofline --max-time 0.01",
+         tmp_dir(), tmp_dir(), fx, fx2, tmp_dir());
+  snprintf(want, sizeof want, "dkb: error: dk128-dv64: %s/bench-case-err/cases/000: cannot create folder: Not a directory\n", tmp_dir());
+  assert_int_equal(r.rc, 5);
+  assert_non_null(strstr(r.err, want));
+  assert_non_null(strstr(r.out, "\ndefault "));  /* the second case ran */
+  run_result_release(&r);
   char why[256];
   if (have_gpu(why, sizeof why)) return;  /* the exit-4 path is for hosts without a GPU */
   snprintf(doc, sizeof doc, "{\"schema\": \"dkb.bench-matrix/v1\", \"name\": \"t\", \"cases\": [{\"fixture\": "
