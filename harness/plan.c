@@ -218,9 +218,10 @@ int plan_build(const struct decode_call *c, const struct decode_inputs *in, cons
   default: {
     /* Every request is cut into pieces of at most ceil(max_tiles / S) tiles (a shorter request into
      * proportionally fewer), S from the schedule model over the requests' visible tiles. The schedule
-     * counts at most 2 CTAs per SM even where 3 are resident: the third hides latency, but splitting
-     * the work to fill it costs more (merge, per-CTA prologue) than it gains (H200: B16 T8192 split 2
-     * 0.851 of the roofline vs 3 0.826; B8 T16384 MHA split 1 0.967 vs 3 0.922). */
+     * counts at most 2 CTAs per SM: the tensor-core producers are built for 2 (kernels/decode.cu), and
+     * where more are resident, splitting the work to fill them cost more (merge, per-CTA prologue) than
+     * it gained (H200, when those producers ran 3 per SM: B16 T8192 split 2 0.851 of the roofline vs
+     * 3 0.826; B8 T16384 MHA split 1 0.967 vs 3 0.922). */
     int sms = o->sm_count > 0 ? o->sm_count : 132;
     int per = o->ctas_per_sm > 0 && o->ctas_per_sm < kPlanWaveCtasPerSm ? o->ctas_per_sm : kPlanWaveCtasPerSm;
     p->heuristic_sms = sms * per;

@@ -357,7 +357,7 @@ int runner_execute(struct decode_call *c, const struct run_opts *o, struct run_r
     /* ---- correctness against the float64 oracle, on the captured launch ---- */
     o_gpu = DKB_MALLOC(g.o_bytes);
     lse_gpu = c->return_lse ? DKB_MALLOC(g.lse_bytes) : NULL;
-    if (c->phase == PHASE_APPEND) { k_after = DKB_MALLOC(in.k_bytes ? in.k_bytes : 1); v_after = DKB_MALLOC(in.v_bytes ? in.v_bytes : 1); }
+    if (c->phase == PHASE_APPEND) { k_after = DKB_MALLOC(in.k_bytes); v_after = DKB_MALLOC(in.v_bytes); }
     if (gpu_call_download(&g, &in, o_gpu, lse_gpu, k_after, v_after, &e2)) {
       launch_code = e2.code;
       bundle_set_status(bundle, "launch_failed", "launch_failed", "%s", e2.msg);
