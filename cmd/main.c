@@ -22,10 +22,10 @@ struct command {
 static const char EXIT_CODES[] =
     "exit codes:\n"
     "  0  ok\n"
-    "  1  the thing under test failed (expectation, correctness, level below required, regression)\n"
+    "  1  the thing under test failed (expectation, correctness, a faulting kernel, level below required, regression)\n"
     "  2  usage error\n"
     "  3  malformed input (fixture, bundle or bench result)\n"
-    "  4  the environment cannot supply what was required\n"
+    "  4  the environment cannot supply what was required (a GPU, memory, a working driver)\n"
     "  5  internal error\n";
 
 static const struct command COMMANDS[] = {
@@ -69,8 +69,9 @@ static const struct command COMMANDS[] = {
      "  --dump DIR           write every tensor as NumPy .npy plus index.json\n"
      "  --dump-on-fail DIR   the same, kept only when correctness fails\n"
      "  --quiet              no progress lines on stderr\n\n"
-     "Exit 0 when the run completed, 1 when correctness failed, 3 on a malformed fixture, 4 when\n"
-     "--require-level asks for more than this host can give.\n"},
+     "Exit 0 when the call ran as far as this host allows, 1 when its output was wrong or not reproduced\n"
+     "or a kernel faulted, 3 on a malformed fixture, 4 when the machine failed a launch (out of device\n"
+     "memory, a driver error) or --require-level asks for more than this host can give.\n"},
     {"bench", cmd_bench,
      "dkb bench [FIXTURE... | --matrix FILE] [-o DIR] [--graph] [--cold] [--max-time S] [--no-roofline] [--require-targets]",
      "sweep decode calls against the streaming-read roofline",
@@ -92,8 +93,9 @@ static const struct command COMMANDS[] = {
      "  --max-time S    sampling limit per case (default 2)\n"
      "  --no-roofline   skip the roofline measurement\n"
      "  --require-targets  fail when a target is missed (exit 1) or cannot be measured here (exit 4)\n\n"
-     "Exit 0, 1 when a case fails correctness (or, with --require-targets, misses a target), 3 on a\n"
-     "malformed matrix or fixture, 4 when --require-targets meets a target this host cannot measure.\n"},
+     "Exit 0, 1 when a case's output is wrong or its kernel faulted (or, with --require-targets, a target\n"
+     "is missed), 3 on a malformed matrix or fixture, 4 when the machine failed a case's launch or\n"
+     "--require-targets meets a target this host cannot measure.\n"},
     {"compare", cmd_compare, "dkb compare BASE NEW [--noise PCT] [--min-noise PCT] [--json]",
      "compare two bench runs case by case (the regression gate)",
      "Matches the cases of two `dkb bench` results (bench.json files, schema dkb.bench/v1, or the folders\n"
