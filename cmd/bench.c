@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "cmd.h"
+#include "evidence/ladder.h"
 #include "harness/bench.h"
 #include "harness/decode_call.h"
 #include "harness/device.h"
@@ -134,7 +135,7 @@ int cmd_bench(int argc, char **argv) {
     if (bench_case_read_bundle(bc, res.median_us > 0, &err)) rc = worse(rc, cmd_report_err_in(bc->name, &err));
     bc->graph = call.graph;
     bench_case_rates(bc, &r);
-    rc = worse(rc, res.exit_code);  /* a wrong output or a faulting kernel: 1; a launch the machine failed: 4 */
+    rc = worse(rc, ladder_terminal_exit_code(res.terminal, res.launch_code));  /* a wrong output or a faulting kernel: 1; a launch the machine failed: 4 */
     char noise[16] = "-";  /* the samples' relative stdev: how far to trust the median */
     if (bc->samples) snprintf(noise, sizeof noise, "%.2f%%", 100 * bc->rel_stdev);
     char excess[16] = "-";  /* us beyond the floor and the read at the roofline */

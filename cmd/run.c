@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "cmd.h"
+#include "evidence/ladder.h"
 #include "harness/decode_call.h"
 #include "harness/fsutil.h"
 #include "harness/runner.h"
@@ -140,7 +141,7 @@ int cmd_run(int argc, char **argv) {
   if (res.dump_dir[0]) printf("  dump        %s\n", res.dump_dir);
   int env_limited = !strcmp(res.terminal, "cuda_runtime_unavailable") || !strcmp(res.terminal, "no_gpu") ||
                     !strcmp(res.terminal, "profiler_unavailable");
-  int out = res.exit_code;
+  int out = ladder_terminal_exit_code(res.terminal, res.launch_code);
   if (require >= 0 && res.level < require) {
     fprintf(stderr, "dkb: error: level %d is below the required %d (%s)\n", res.level, require, res.terminal);
     out = env_limited ? DKB_ENV : DKB_FAIL;

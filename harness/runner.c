@@ -523,10 +523,10 @@ grade:
     if (bundle_write(bundle, o->out_dir, &lr, err)) { ladder_result_release(&lr); goto cleanup; }
     res->level = lr.computed;
     snprintf(res->terminal, sizeof res->terminal, "%s", lr.terminal);
-    res->exit_code = ladder_terminal_exit_code(lr.terminal, launch_code);
     ladder_result_release(&lr);
   }
   res->gpu = gpu_ok;
+  res->launch_code = !strcmp(res->terminal, "launch_failed") ? launch_code : DKB_OK;
   res->bundle = json_incref(bundle);
   rc = 0;
 cleanup:

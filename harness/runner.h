@@ -43,7 +43,8 @@ struct run_result {
   char kernels[512];         /* observed kernel symbols (demangled, short), comma separated */
   long long tiles[3];        /* SKIP, FULL, PARTIAL */
   char dump_dir[512];        /* where the dump went, "" when none was kept */
-  int exit_code;             /* what the outcome calls for (ladder_terminal_exit_code), before --require-level */
+  int launch_code;           /* launch_failed: its CUDA error's code (DKB_FAIL a kernel fault, DKB_ENV the
+                              * machine's); DKB_OK otherwise. cmd/ ends by ladder_terminal_exit_code */
 };
 
 int runner_execute(struct decode_call *c, const struct run_opts *o, struct run_result *res, struct dkb_err *err);
