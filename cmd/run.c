@@ -144,7 +144,7 @@ int cmd_run(int argc, char **argv) {
   int out = ladder_terminal_exit_code(res.terminal, res.launch_code);
   if (require >= 0 && res.level < require) {
     fprintf(stderr, "dkb: error: level %d is below the required %d (%s)\n", res.level, require, res.terminal);
-    out = env_limited ? DKB_ENV : DKB_FAIL;
+    if (out == DKB_OK) out = env_limited ? DKB_ENV : DKB_FAIL;  /* a failure already says whose it was */
   }
   run_result_release(&res);
   decode_call_release(&call);
