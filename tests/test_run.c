@@ -253,6 +253,7 @@ static void run_without_gpu_stops_at_level_2_with_reason(void **s) {
   snprintf(line, sizeof line, "  bundle      %s/run-cpu/bundle.json\n", tmp_dir());
   assert_non_null(strstr(r.out, line));
   assert_non_null(strstr(r.out, "  level       2 (cuda_runtime_unavailable)\n"));
+  assert_non_null(strstr(r.out, "  reason      cuda_runtime_unavailable: cudaGetDeviceCount: "));  /* the bundle's why */
   assert_non_null(strstr(r.out, "correctness not run on a GPU"));
   run_result_release(&r);
   run_sh(&r, "build/dkb validate %s/run-cpu/bundle.json --source-root . && "
