@@ -36,9 +36,7 @@ static void *grow(void *p, size_t n, size_t *cap, size_t elem) {
 }
 
 static char *dup_or_null(const char *s) {
-  if (!s) return NULL;
-  char *d = DKB_STRDUP(s);
-  return d;
+  return s ? DKB_STRDUP(s) : NULL;
 }
 
 int dkb_trace_route_nvtx(struct dkb_err *err) {

@@ -421,7 +421,7 @@ int oracle_eval_kv_address(struct jr *r, const json_t *input, const char *ptr, j
 
   /* 3. The declared deviations, one at a time, through the same check. */
   rb.ident_table = DKB_CALLOC(in.bt ? (size_t)(in.Bc * in.W) : 1, sizeof(int32_t));
-  rb.ident_csr = DKB_CALLOC(in.nidx ? (size_t)in.nidx : 1, sizeof(int32_t));
+  rb.ident_csr = DKB_CALLOC((size_t)in.nidx, sizeof(int32_t));
   for (long long c = 0; in.bt && c < in.Bc; c++)
     for (long long j = 0; j < in.W; j++) rb.ident_table[c * in.W + j] = (int32_t)j;
   for (long long b = 0; in.have_csr && b < in.B; b++)
