@@ -6,6 +6,7 @@
 
 #include "cmd.h"
 #include "evidence/ladder.h"
+#include "harness/backends.h"
 #include "harness/decode_call.h"
 #include "harness/fsutil.h"
 #include "harness/runner.h"
@@ -85,6 +86,9 @@ int cmd_run(int argc, char **argv) {
   if (optind + 1 < argc) return cmd_usage_error("run", "one fixture at a time (got '%s' too)", argv[optind + 1]);
   if (ro.timing.max_samples < ro.timing.min_samples)
     return cmd_usage_error("run", "--max-samples must be >= --samples (%zu)", ro.timing.min_samples);
+  char known[256];
+  if (backend && !dispatch_request_known(&backends_registry, backend, known, sizeof known))
+    return cmd_usage_error("run", "--backend '%s' is not a backend of registry %s (known: %s)", backend, backends_registry.name, known);
 
   struct dkb_err err;
   dkb_err_clear(&err);
@@ -94,13 +98,7 @@ int cmd_run(int argc, char **argv) {
 
   struct decode_call call;
   if (decode_call_load(argv[optind], &call, &err)) return cmd_report_err(&err);
-  if (backend) {
-    if (strlen(backend) >= sizeof call.backend) {
-      decode_call_release(&call);
-      return cmd_usage_error("run", "--backend name too long");
-    }
-    snprintf(call.backend, sizeof call.backend, "%s", backend);
-  }
+  if (backend) snprintf(call.backend, sizeof call.backend, "%s", backend);  /* registered names fit */
   if (graph) call.graph = 1;
 
   struct run_result res;

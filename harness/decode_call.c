@@ -1,5 +1,6 @@
 /* decode_call.c - loading and checking a dkb.decode/v1 fixture (see decode_call.h). */
 #include "decode_call.h"
+#include "backends.h"
 #include "cjson.h"
 #include "jread.h"
 #include "kernels/decode.h"
@@ -330,6 +331,13 @@ int decode_call_from_json(const char *name, json_t *doc, struct decode_call *c, 
       jr_str(&r, doc, "", "backend", 0, &backend))
     goto fail;
   if (strlen(backend) >= sizeof c->backend) { jr_fail(&r, "", "backend", "must be at most %zu characters", sizeof c->backend - 1); goto fail; }
+  {
+    char known[256];
+    if (!dispatch_request_known(&backends_registry, backend, known, sizeof known)) {
+      jr_fail(&r, "", "backend", "'%s' is not a backend of registry %s (known: %s)", backend, backends_registry.name, known);
+      goto fail;
+    }
+  }
   snprintf(c->backend, sizeof c->backend, "%s", backend);
   {
     const json_t *t = jr_get(&r, doc, "", "tolerance", 1, JSON_OBJECT);

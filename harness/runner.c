@@ -265,11 +265,9 @@ int runner_execute(struct decode_call *c, const struct run_opts *o, struct run_r
   }
   if (family < 0) {
     const char *terminal = adm->outcome == ADM_FORCED_ERROR ? "backend_rejected" : "no_eligible_backend";
-    char reasons[512] = "";
-    const struct admit_reasons *ar = &adm->error;
-    for (size_t k = 0; k < ar->n && strlen(reasons) < 400; k++)
-      snprintf(reasons + strlen(reasons), sizeof reasons - strlen(reasons), "%s%s", k ? "; " : "", ar->text[k]);
-    bundle_set_status(bundle, terminal, terminal, "%s: %s", admission_outcome_name(adm->outcome), reasons[0] ? reasons : "no eligible backend");
+    char why[512];
+    admission_why_none(adm, why, sizeof why);
+    bundle_set_status(bundle, terminal, terminal, "%s", why);
   }
 
   /* The float64 oracle. */

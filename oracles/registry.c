@@ -268,6 +268,15 @@ const struct dispatch_registry *dispatch_registry_find(const char *name) {
   return NULL;
 }
 
+int dispatch_request_known(const struct dispatch_registry *reg, const char *request, char *known, size_t n) {
+  if (!strcmp(request, "auto")) return 1;
+  for (size_t i = 0; i < reg->n; i++)
+    if (!strcmp(reg->backends[i].name, request)) return 1;
+  size_t at = (size_t)snprintf(known, n, "auto");
+  for (size_t i = 0; i < reg->n && at < n; i++) at += (size_t)snprintf(known + at, n - at, ", %s", reg->backends[i].name);
+  return 0;
+}
+
 /* ---- admission (0x07C) ----------------------------------------------------------------------- */
 
 const char *admission_outcome_name(enum admission_outcome o) {
@@ -362,6 +371,43 @@ const struct dispatch_backend *dispatch_admit(const struct dispatch_registry *re
   }
   a->outcome = ADM_NO_ELIGIBLE;
   return NULL;
+}
+
+/* Appends "; "-separated reasons to out[at..n); returns the new length (clamped to n - 1). */
+static size_t append_reasons(char *out, size_t n, size_t at, const struct admit_reasons *r) {
+  for (size_t k = 0; k < r->n && at + 1 < n; k++) {
+    const int w = snprintf(out + at, n - at, "%s%s", k ? "; " : "", r->text[k]);
+    at = w < 0 || (size_t)w >= n - at ? n - 1 : at + (size_t)w;
+  }
+  if (r->dropped && at + 1 < n) {
+    const int w = snprintf(out + at, n - at, "; and %zu more", r->dropped);
+    at = w < 0 || (size_t)w >= n - at ? n - 1 : at + (size_t)w;
+  }
+  return at;
+}
+
+void admission_why_none(const struct admission *a, char *out, size_t n) {
+  if (!n) return;
+  out[0] = 0;
+  if (a->selected >= 0) return;
+  size_t at = 0;
+  const int w = a->outcome == ADM_FORCED_ERROR     ? snprintf(out, n, "the forced backend %s was refused: ", a->key.backend_request)
+                : a->outcome == ADM_MALFORMED_CALL ? snprintf(out, n, "the call is malformed: ")
+                                                   : snprintf(out, n, "every candidate was refused:");
+  at = w < 0 || (size_t)w >= n ? n - 1 : (size_t)w;
+  if (a->outcome == ADM_FORCED_ERROR) { append_reasons(out, n, at, &a->error); return; }
+  if (a->outcome == ADM_MALFORMED_CALL) { append_reasons(out, n, at, &a->malformed); return; }
+  int any = 0;
+  for (size_t i = 0; i < a->n && at + 1 < n; i++) {
+    const struct admission_candidate *c = &a->cand[i];
+    if (!c->in_domain) continue;
+    const int v = snprintf(out + at, n - at, "%s %s (", any ? ";" : "", c->backend->name);
+    at = v < 0 || (size_t)v >= n - at ? n - 1 : at + (size_t)v;
+    at = append_reasons(out, n, at, &c->reasons);
+    if (at + 1 < n) { out[at++] = ')'; out[at] = 0; }
+    any = 1;
+  }
+  if (!any) snprintf(out + at, n - at, " no backend's domain (platform, phase) holds this call");
 }
 
 int admission_backend_fallback(const struct admission *a) { return a->outcome == ADM_SELECTED_AFTER_FALLBACK; }

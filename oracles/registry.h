@@ -185,6 +185,14 @@ struct admission {
   struct admit_reasons error;     /* what a forced error returns: the forced backend's reasons */
 };
 
+/* 1 when a backend request is "auto" or names a backend of reg. Else 0, with known filled with what
+ * it could name ("auto, a, b"): a request nothing could satisfy is the caller's input error, not an
+ * admission outcome (the admission oracle still records it as forced_error for contract fixtures). */
+int dispatch_request_known(const struct dispatch_registry *reg, const char *request, char *known, size_t n);
+/* One line for people: why admission selected nothing (a forced backend's reasons, every in-domain
+ * candidate's reasons, or the malformed call's). Empty when a backend was selected. */
+void admission_why_none(const struct admission *a, char *out, size_t n);
+
 /* Runs every stage for key k against reg; returns the selected backend, or NULL with a->outcome
  * saying why. Never falls back from a forced request. */
 const struct dispatch_backend *dispatch_admit(const struct dispatch_registry *reg, const struct dispatch_key *k,

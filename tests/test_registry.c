@@ -267,6 +267,46 @@ static void separate_registry_uses_same_stages(void **s) {
   assert_string_equal(why, "backends own_split_kv and other share a name or a priority");
 }
 
+/* The one-line why of an empty admission names each refused in-domain candidate with every reason,
+ * a forced backend's reasons, or the malformed call's; it stays within its buffer. */
+static void why_none_names_every_refused_candidate(void **s) {
+  (void)s;
+  struct admission a;
+  char why[256], known[64];
+  struct dispatch_key k = base_call();
+  k.compute_capability = 100;
+  k.head_dim_qk = k.head_dim_vo = 80;
+  assert_null(dispatch_admit(&OWN_REG, &k, &a));
+  admission_why_none(&a, why, sizeof why);
+  assert_string_equal(why, "every candidate was refused: own_split_kv (head_dim_qk=80 not compiled in; "
+                           "compute_capability=100 unsupported); own_generic (head_dim_qk=80 not compiled in)");
+  admission_why_none(&a, why, 40); /* truncated, terminated */
+  assert_int_equal(strlen(why), 39);
+  snprintf(k.backend_request, sizeof k.backend_request, "own_generic");
+  assert_null(dispatch_admit(&OWN_REG, &k, &a));
+  admission_why_none(&a, why, sizeof why);
+  assert_string_equal(why, "the forced backend own_generic was refused: head_dim_qk=80 not compiled in");
+  k = base_call();
+  k.num_q_heads = 30;
+  assert_null(dispatch_admit(&OWN_REG, &k, &a));
+  admission_why_none(&a, why, sizeof why);
+  assert_string_equal(why, "the call is malformed: num_q_heads=30 is not a multiple of num_kv_heads=8");
+  k = base_call();
+  k.phase = DK_PREFILL; /* no backend's domain */
+  assert_null(dispatch_admit(&OWN_REG, &k, &a));
+  admission_why_none(&a, why, sizeof why);
+  assert_string_equal(why, "every candidate was refused: no backend's domain (platform, phase) holds this call");
+  k = base_call();
+  assert_non_null(dispatch_admit(&OWN_REG, &k, &a));
+  admission_why_none(&a, why, sizeof why);
+  assert_string_equal(why, "");
+  /* requests: auto and registered names pass; anything else lists what could be named */
+  assert_int_equal(dispatch_request_known(&OWN_REG, "auto", known, sizeof known), 1);
+  assert_int_equal(dispatch_request_known(&OWN_REG, "own_generic", known, sizeof known), 1);
+  assert_int_equal(dispatch_request_known(&OWN_REG, "own", known, sizeof known), 0);
+  assert_string_equal(known, "auto, own_split_kv, own_generic");
+}
+
 static void admission_record_is_schema_valid(void **s) {
   (void)s;
   struct admission a;
@@ -376,6 +416,6 @@ DKB_TEST_GROUP(registry, cmocka_unit_test(base_call_digests_match_article),
                cmocka_unit_test(seven_case_matrix_reproduces_0x07D),
                cmocka_unit_test(malformed_calls_are_errors_not_unsupported),
                cmocka_unit_test(forced_backend_never_falls_back), cmocka_unit_test(plan_lifecycle_reuses_or_replans),
-               cmocka_unit_test(separate_registry_uses_same_stages),
+               cmocka_unit_test(separate_registry_uses_same_stages), cmocka_unit_test(why_none_names_every_refused_candidate),
                cmocka_unit_test(admission_record_is_schema_valid), cmocka_unit_test(recorded_admission_is_verified),
                cmocka_unit_test(malformed_dispatch_fixtures_name_the_pointer))

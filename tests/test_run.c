@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "harness/backends.h"
 #include "harness/bench.h"
 #include "harness/decode_call.h"
 #include "harness/fsutil.h"
@@ -39,6 +40,22 @@ static void decode_fixtures_are_schema_valid_and_load(void **s) {
   run_result_release(&r);
 }
 
+/* The fixture schema's backend names are the registry's: a backend added to harness/backends.c
+ * without the schema (or the reverse) fails here, not in a user's validator. */
+static void schema_backend_names_are_the_registry(void **s) {
+  (void)s;
+  json_error_t je;
+  json_t *doc = json_load_file("schemas/decode.schema.json", 0, &je);
+  if (!doc) fail_msg("schemas/decode.schema.json: %s", je.text);
+  const json_t *en = json_object_get(json_object_get(json_object_get(doc, "properties"), "backend"), "enum");
+  assert_true(json_is_array(en));
+  assert_int_equal(json_array_size(en), backends_registry.n + 1);
+  assert_string_equal(json_string_value(json_array_get(en, 0)), "auto");
+  for (size_t i = 0; i < backends_registry.n; i++)
+    assert_string_equal(json_string_value(json_array_get(en, i + 1)), backends_registry.backends[i].name);
+  json_decref(doc);
+}
+
 static void malformed_decode_fixtures_name_pointer_and_reason(void **s) {
   (void)s;
   const char *base = "{\"schema\": \"dkb.decode/v1\", \"name\": \"x\", \"phase\": \"decode\", \"q_len\": 1, "
@@ -57,6 +74,9 @@ static void malformed_decode_fixtures_name_pointer_and_reason(void **s) {
        "/requests/1/cache_row: duplicates the cache row 1 of request 0"},
       {"4", "[{\"kv_len\": 8}]", "{\"layout\": \"tiled\"}",
        "/cache/layout: must be one of: contiguous_nhd, contiguous_hnd, ragged_nhd, paged_nhd, paged_hnd (got 'tiled')"},
+      /* a backend nothing could ever admit is the fixture's error, not an admission outcome */
+      {"4", "[{\"kv_len\": 8}]", "{\"layout\": \"contiguous_nhd\"}, \"backend\": \"flash_v9\"",
+       "/backend: 'flash_v9' is not a backend of registry dkb_cuda (known: auto, dkb_split_kv, dkb_naive_reference)"},
   };
   for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
     char doc[2048], want[1024];
@@ -254,6 +274,10 @@ static void run_without_gpu_stops_at_level_2_with_reason(void **s) {
   assert_non_null(strstr(r.out, line));
   assert_non_null(strstr(r.out, "  level       2 (cuda_runtime_unavailable)\n"));
   assert_non_null(strstr(r.out, "  reason      cuda_runtime_unavailable: cudaGetDeviceCount: "));  /* the bundle's why */
+  /* the admission's why names every refused candidate and its reasons */
+  assert_non_null(strstr(r.out, "  reason      no_eligible_backend: every candidate was refused: dkb_split_kv "
+                                "(compute_capability unknown: no CUDA device); dkb_naive_reference (compute_capability "
+                                "unknown: no CUDA device)\n"));
   assert_non_null(strstr(r.out, "correctness not run on a GPU"));
   run_result_release(&r);
   run_sh(&r, "build/dkb validate %s/run-cpu/bundle.json --source-root . && "
@@ -267,10 +291,20 @@ static void run_without_gpu_stops_at_level_2_with_reason(void **s) {
   assert_int_equal(r.rc, 4);
   assert_string_equal(r.err, "dkb: error: level 2 is below the required 6 (cuda_runtime_unavailable)\n");
   run_result_release(&r);
-  /* a forced backend that no candidate admits is recorded, never a crash */
-  run_sh(&r, "build/dkb run fixtures/decode/dk128-dv64.json -o %s/run-cpu3 --quiet --backend no_such_backend && "
+  /* a registered backend that refuses the call is recorded with its reasons, never a crash */
+  run_sh(&r, "build/dkb run fixtures/decode/dk128-dv64.json -o %s/run-cpu3 --backend dkb_split_kv && "
              "build/dkb validate %s/run-cpu3/bundle.json", tmp_dir(), tmp_dir());
   if (r.rc) fail_msg("%s%s", r.out, r.err);
+  assert_non_null(strstr(r.out, "  reason      backend_rejected: the forced backend dkb_split_kv was refused: "
+                                "compute_capability unknown: no CUDA device\n"));
+  run_result_release(&r);
+  /* a name no backend has is a usage error before any work: exit 2, no bundle */
+  run_sh(&r, "build/dkb run fixtures/decode/dk128-dv64.json -o %s/run-cpu4 --backend no_such_backend; echo rc=$?; "
+             "test -e %s/run-cpu4 && echo wrote", tmp_dir(), tmp_dir());
+  assert_non_null(strstr(r.out, "rc=2\n"));
+  assert_null(strstr(r.out, "wrote"));
+  assert_non_null(strstr(r.err, "dkb: error: --backend 'no_such_backend' is not a backend of registry dkb_cuda "
+                                "(known: auto, dkb_split_kv, dkb_naive_reference)\n"));
   run_result_release(&r);
 }
 
@@ -847,7 +881,7 @@ static void budgets_judge_peak_memory_and_wall_time_of_real_runs(void **s) {
 }
 
 DKB_TEST_GROUP(run, cmocka_unit_test(decode_fixtures_are_schema_valid_and_load),
-               cmocka_unit_test(malformed_decode_fixtures_name_pointer_and_reason),
+               cmocka_unit_test(malformed_decode_fixtures_name_pointer_and_reason), cmocka_unit_test(schema_backend_names_are_the_registry),
                cmocka_unit_test(plan_items_cover_visible_keys_exactly), cmocka_unit_test(auto_split_minimizes_the_lpt_makespan),
                cmocka_unit_test(cluster_plans_keep_each_requests_items_together_in_slot_order),
                cmocka_unit_test(run_without_gpu_stops_at_level_2_with_reason),
