@@ -123,11 +123,11 @@ int cmd_run(int argc, char **argv) {
          res.tiles[0], res.tiles[1], res.tiles[2]);
   if (res.kernels[0]) printf("  kernels     %s\n", res.kernels);
   if (res.correctness >= 0)
-    printf("  correctness %s: max |err| O %.3g (rel %.3g), LSE %.3g; %lld violations (atol %g, rtol %g)\n",
-           res.correctness ? "passed" : "FAILED", res.out_max_abs, res.out_max_rel, res.lse_max_abs, res.out_violations,
+    printf("  correctness %s: max |err| O %.3g (%.2f of its tolerance), LSE %.3g; %lld violations (atol %g, rtol %g)\n",
+           res.correctness ? "passed" : "FAILED", res.out_max_abs, res.out_max_ratio, res.lse_max_abs, res.out_violations,
            call.atol, call.rtol);
   else
-    printf("  correctness not run on a GPU (the float64 oracle ran on the host)\n");
+    printf("  correctness not checked: the call stopped at %s (the float64 oracle ran on the host)\n", res.terminal);
   if (res.median_us > 0) {
     printf("  median      %.2f us\n", res.median_us);
     printf("  bandwidth   %.3f TB/s = (unique K/V %.0f B + Q/O %.0f B) / median\n", res.io_bytes / (res.median_us * 1e-6) / 1e12,

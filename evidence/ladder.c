@@ -143,6 +143,7 @@ const struct ladder_reason ladder_reasons[] = {
     {"correctness_cache_missing", 6, U, "no cache-state comparison (or \"not_applicable\")"},
     {"correctness_cache_required", 6, U, "the call mutates the cache (phase append, prefill or mixed) but the cache state was not compared"},
     {"correctness_passed_with_violations", 6, I, "passed is true but a comparison counts violations, NaN or Inf"},
+    {"correctness_ratio_beyond_tolerance", 6, I, "a comparison without violations reports max_ratio > 1: an element beyond its tolerance"},
     {"timing_missing", 6, U, "no timing pass"},
     {"timing_under_tracing", 6, I, "the timing pass ran under tracing (or does not say it did not)"},
     {"timing_method_missing", 6, U, "no synchronization/timing method"},
@@ -1460,10 +1461,10 @@ static void level5_execution(struct lctx *c) {
 /* ---------------------------------------------------------------------------------------------- */
 /* Level 6: measured.                                                                               */
 
-/* A comparison {n, violations, nan, inf, max_abs, max_rel, worst_index}. */
+/* A comparison {n, violations, nan, inf, max_abs, max_rel, max_ratio, worst_index}. */
 static void level6_cmp(struct lctx *c, const json_t *cmp, const char *p, int passed, int is_output) {
   static const char *const req[] = {"n", "violations", "nan", "inf", "max_abs", "max_rel", NULL};
-  static const char *const opt[] = {"worst_index", NULL};
+  static const char *const opt[] = {"max_ratio", "worst_index", NULL};
   if (keys(c, cmp, p, req, opt)) return;
   long long n = 0, viol = 0, nan = 0, inf = 0, w;
   double x;
@@ -1473,6 +1474,9 @@ static void level6_cmp(struct lctx *c, const json_t *cmp, const char *p, int pas
   get_int(c, cmp, p, "inf", 0, &inf);
   get_num(c, cmp, p, "max_abs", 0, &x);
   get_num(c, cmp, p, "max_rel", 0, &x);
+  double ratio = 0;
+  const int has_ratio = json_object_get(cmp, "max_ratio") != NULL;
+  if (has_ratio) get_num(c, cmp, p, "max_ratio", 0, &ratio);
   const json_t *wi = json_object_get(cmp, "worst_index");
   if (wi && !json_is_null(wi)) get_int(c, cmp, p, "worst_index", 0, &w);
   if (c->bad) return;
@@ -1484,6 +1488,10 @@ static void level6_cmp(struct lctx *c, const json_t *cmp, const char *p, int pas
   if (passed && (viol || nan || inf)) {
     ptr2(q, p, viol ? "violations" : nan ? "nan" : "inf");
     finding(c, 6, "correctness_passed_with_violations", q, "passed is true with %lld violations, %lld NaN, %lld Inf", viol, nan, inf);
+  }
+  if (has_ratio && !viol && ratio > 1) {  /* an element beyond its tolerance is a violation */
+    ptr2(q, p, "max_ratio");
+    finding(c, 6, "correctness_ratio_beyond_tolerance", q, "max_ratio %g > 1 with 0 violations", ratio);
   }
 }
 

@@ -89,9 +89,9 @@ static double get_typed(const void *base, size_t i) {
 }
 
 static json_t *cmp_json(const struct dkb_cmp *c) {
-  return json_pack("{s:I,s:I,s:I,s:I,s:f,s:f,s:o}", "n", (json_int_t)c->n, "violations", (json_int_t)c->violations,
+  return json_pack("{s:I,s:I,s:I,s:I,s:f,s:f,s:f,s:o}", "n", (json_int_t)c->n, "violations", (json_int_t)c->violations,
                    "nan", (json_int_t)c->nan_got, "inf", (json_int_t)c->inf_got, "max_abs", c->max_abs, "max_rel",
-                   c->max_rel, "worst_index", c->n ? json_integer((json_int_t)c->worst) : json_null());
+                   c->max_rel, "max_ratio", c->max_ratio, "worst_index", c->n ? json_integer((json_int_t)c->worst) : json_null());
 }
 
 /* ---- level 3: what is loaded in this process --------------------------------------------------- */
@@ -398,7 +398,7 @@ int runner_execute(struct decode_call *c, const struct run_opts *o, struct run_r
     json_object_set_new(corr, "passed", json_boolean(passed));
     res->correctness = passed;
     res->out_max_abs = co.max_abs;
-    res->out_max_rel = co.max_rel;
+    res->out_max_ratio = co.max_ratio;
     res->out_violations = (long long)co.violations;
     json_t *meas = json_pack("{s:o}", "correctness", corr);
     json_object_set_new(bundle, "measurement", meas);

@@ -32,7 +32,7 @@ struct run_result {
   char terminal[64];         /* status.terminal */
   int gpu;                   /* a device was used */
   int correctness;           /* 1 passed, 0 failed, -1 not run */
-  double out_max_abs, out_max_rel, lse_max_abs;
+  double out_max_abs, out_max_ratio, lse_max_abs;  /* ratio: share of the tolerance used (compare.h) */
   long long out_violations;
   double median_us;          /* timing median, 0 when not timed */
   double kv_bytes, io_bytes; /* unique K/V payload (visible tiles) and K/V + Q + O bytes */

@@ -27,7 +27,9 @@ void dkb_compare(const void *got, dkb_cmp_get get_got, const void *ref, dkb_cmp_
     double d = fabs(g - r);
     if (d > out->max_abs) { out->max_abs = d; out->worst = i; }
     if (r != 0.0 && d / fabs(r) > out->max_rel) out->max_rel = d / fabs(r);
-    if (!(d <= atol + rtol * fabs(r))) out->violations++;
+    const double allow = atol + rtol * fabs(r);
+    if (allow > 0 && d / allow > out->max_ratio) out->max_ratio = d / allow;
+    if (!(d <= allow)) out->violations++;
   }
   out->pass = out->violations == 0;
 }

@@ -17,6 +17,9 @@ struct dkb_cmp {
   size_t worst;        /* index of the largest finite absolute error (0 if none) */
   double max_abs;      /* largest |got - ref| over finite pairs */
   double max_rel;      /* largest |got - ref| / |ref| over finite pairs with ref != 0 */
+  double max_ratio;    /* largest |got - ref| / (atol + rtol * |ref|) over finite pairs with a non-zero
+                        * allowance: the share of its tolerance the worst element used (<= 1 passes).
+                        * Unlike max_rel it is not blown up by a reference near zero. */
   double atol, rtol;   /* the rule used */
   int pass;            /* violations == 0 */
 };

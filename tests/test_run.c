@@ -56,6 +56,25 @@ static void schema_backend_names_are_the_registry(void **s) {
   json_decref(doc);
 }
 
+/* The one comparison's max_ratio is the share of its allowance the worst element used: a reference
+ * near zero makes max_rel huge but not it, and it passes 1 exactly when an element is a violation. */
+static void tolerance_ratio_is_the_share_of_the_allowance(void **s) {
+  (void)s;
+  const double ref[4] = {1.0, 1e-6, -2.0, 0.0}, got[4] = {1.001, 2e-6, -2.0, 0.0005};
+  struct dkb_cmp c;
+  dkb_compare_f64(got, ref, 4, 0.001, 0.01, &c);  /* allowances 0.011, ~0.001, 0.021, 0.001 */
+  assert_true(c.pass);
+  assert_true(c.max_rel > 0.99 && c.max_rel < 1.01);  /* 1e-6 / 1e-6: the element near zero */
+  assert_true(fabs(c.max_ratio - 0.5) < 1e-12);       /* 0.0005 / 0.001 at ref 0 */
+  const double worse[4] = {1.02, 1e-6, -2.0, 0.0};
+  dkb_compare_f64(worse, ref, 4, 0.001, 0.01, &c);
+  assert_int_equal(c.violations, 1);
+  assert_true(fabs(c.max_ratio - 0.02 / 0.011) < 1e-9);
+  dkb_compare_f64(worse, ref, 4, 0, 0, &c);  /* no allowance anywhere: ratio undefined, left 0 */
+  assert_int_equal(c.violations, 1);
+  assert_true(c.max_ratio == 0);
+}
+
 static void malformed_decode_fixtures_name_pointer_and_reason(void **s) {
   (void)s;
   const char *base = "{\"schema\": \"dkb.decode/v1\", \"name\": \"x\", \"phase\": \"decode\", \"q_len\": 1, "
@@ -278,7 +297,7 @@ static void run_without_gpu_stops_at_level_2_with_reason(void **s) {
   assert_non_null(strstr(r.out, "  reason      no_eligible_backend: every candidate was refused: dkb_split_kv "
                                 "(compute_capability unknown: no CUDA device); dkb_naive_reference (compute_capability "
                                 "unknown: no CUDA device)\n"));
-  assert_non_null(strstr(r.out, "correctness not run on a GPU"));
+  assert_non_null(strstr(r.out, "  correctness not checked: the call stopped at cuda_runtime_unavailable (the float64 oracle ran on the host)\n"));
   run_result_release(&r);
   run_sh(&r, "build/dkb validate %s/run-cpu/bundle.json --source-root . && "
              "/usr/bin/python3 tests/schema_check.py schemas/bundle.schema.json %s/run-cpu/bundle.json",
@@ -882,6 +901,7 @@ static void budgets_judge_peak_memory_and_wall_time_of_real_runs(void **s) {
 
 DKB_TEST_GROUP(run, cmocka_unit_test(decode_fixtures_are_schema_valid_and_load),
                cmocka_unit_test(malformed_decode_fixtures_name_pointer_and_reason), cmocka_unit_test(schema_backend_names_are_the_registry),
+               cmocka_unit_test(tolerance_ratio_is_the_share_of_the_allowance),
                cmocka_unit_test(plan_items_cover_visible_keys_exactly), cmocka_unit_test(auto_split_minimizes_the_lpt_makespan),
                cmocka_unit_test(cluster_plans_keep_each_requests_items_together_in_slot_order),
                cmocka_unit_test(run_without_gpu_stops_at_level_2_with_reason),

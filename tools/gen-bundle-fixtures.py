@@ -301,7 +301,7 @@ def base_bundle(g, files):
             "correctness": {
                 "reference": "float64 oracle", "passed": True, "atol": 0.002, "rtol": 0.002,
                 "output": {"n": 12288, "violations": 0, "nan": 0, "inf": 0, "max_abs": 0.00048828125,
-                           "max_rel": 0.0031, "worst_index": 4711},
+                           "max_rel": 0.0031, "max_ratio": 0.2188, "worst_index": 4711},
                 "lse": {"n": 96, "violations": 0, "nan": 0, "inf": 0, "max_abs": 1.9e-06, "max_rel": 2.4e-07,
                         "worst_index": 17},
                 "cache": "not_applicable"},
@@ -1009,6 +1009,11 @@ def requirements(g, base, arts):
          "passed with 3 violations")
     def _(b):
         b["measurement"]["correctness"]["output"]["violations"] = 3
+
+    @req("correctness_ratio_beyond_tolerance", 5, [(6, "correctness_ratio_beyond_tolerance", "/measurement/correctness/output/max_ratio")],
+         "no violation counted, yet the worst element used 1.5 times its tolerance")
+    def _(b):
+        b["measurement"]["correctness"]["output"]["max_ratio"] = 1.5
 
     @req("timing_under_tracing", 5, [(6, "timing_under_tracing", "/measurement/timing/tracing")], "samples taken under CUPTI tracing")
     def _(b):
