@@ -268,12 +268,23 @@ const struct dispatch_registry *dispatch_registry_find(const char *name) {
   return NULL;
 }
 
+/* Bounded append: formats at out + at, returns the new length (n - 1 once full; out stays terminated). */
+__attribute__((format(printf, 4, 5))) static size_t put(char *out, size_t n, size_t at, const char *fmt, ...) {
+  if (at + 1 >= n) return at;
+  va_list ap;
+  va_start(ap, fmt);
+  const int w = vsnprintf(out + at, n - at, fmt, ap);
+  va_end(ap);
+  return w < 0 || (size_t)w >= n - at ? n - 1 : at + (size_t)w;
+}
+
 int dispatch_request_known(const struct dispatch_registry *reg, const char *request, char *known, size_t n) {
   if (!strcmp(request, "auto")) return 1;
   for (size_t i = 0; i < reg->n; i++)
     if (!strcmp(reg->backends[i].name, request)) return 1;
-  size_t at = (size_t)snprintf(known, n, "auto");
-  for (size_t i = 0; i < reg->n && at < n; i++) at += (size_t)snprintf(known + at, n - at, ", %s", reg->backends[i].name);
+  if (n) known[0] = 0;
+  size_t at = put(known, n, 0, "auto");
+  for (size_t i = 0; i < reg->n; i++) at = put(known, n, at, ", %s", reg->backends[i].name);
   return 0;
 }
 
@@ -373,16 +384,9 @@ const struct dispatch_backend *dispatch_admit(const struct dispatch_registry *re
   return NULL;
 }
 
-/* Appends "; "-separated reasons to out[at..n); returns the new length (clamped to n - 1). */
-static size_t append_reasons(char *out, size_t n, size_t at, const struct admit_reasons *r) {
-  for (size_t k = 0; k < r->n && at + 1 < n; k++) {
-    const int w = snprintf(out + at, n - at, "%s%s", k ? "; " : "", r->text[k]);
-    at = w < 0 || (size_t)w >= n - at ? n - 1 : at + (size_t)w;
-  }
-  if (r->dropped && at + 1 < n) {
-    const int w = snprintf(out + at, n - at, "; and %zu more", r->dropped);
-    at = w < 0 || (size_t)w >= n - at ? n - 1 : at + (size_t)w;
-  }
+static size_t put_reasons(char *out, size_t n, size_t at, const struct admit_reasons *r) {
+  for (size_t k = 0; k < r->n; k++) at = put(out, n, at, "%s%s", k ? "; " : "", r->text[k]);
+  if (r->dropped) at = put(out, n, at, "; and %zu more", r->dropped);
   return at;
 }
 
@@ -390,24 +394,24 @@ void admission_why_none(const struct admission *a, char *out, size_t n) {
   if (!n) return;
   out[0] = 0;
   if (a->selected >= 0) return;
-  size_t at = 0;
-  const int w = a->outcome == ADM_FORCED_ERROR     ? snprintf(out, n, "the forced backend %s was refused: ", a->key.backend_request)
-                : a->outcome == ADM_MALFORMED_CALL ? snprintf(out, n, "the call is malformed: ")
-                                                   : snprintf(out, n, "every candidate was refused:");
-  at = w < 0 || (size_t)w >= n ? n - 1 : (size_t)w;
-  if (a->outcome == ADM_FORCED_ERROR) { append_reasons(out, n, at, &a->error); return; }
-  if (a->outcome == ADM_MALFORMED_CALL) { append_reasons(out, n, at, &a->malformed); return; }
+  if (a->outcome == ADM_FORCED_ERROR) {
+    put_reasons(out, n, put(out, n, 0, "the forced backend %s was refused: ", a->key.backend_request), &a->error);
+    return;
+  }
+  if (a->outcome == ADM_MALFORMED_CALL) {
+    put_reasons(out, n, put(out, n, 0, "the call is malformed: "), &a->malformed);
+    return;
+  }
+  size_t at = put(out, n, 0, "every candidate was refused:");
   int any = 0;
-  for (size_t i = 0; i < a->n && at + 1 < n; i++) {
+  for (size_t i = 0; i < a->n; i++) {
     const struct admission_candidate *c = &a->cand[i];
     if (!c->in_domain) continue;
-    const int v = snprintf(out + at, n - at, "%s %s (", any ? ";" : "", c->backend->name);
-    at = v < 0 || (size_t)v >= n - at ? n - 1 : at + (size_t)v;
-    at = append_reasons(out, n, at, &c->reasons);
-    if (at + 1 < n) { out[at++] = ')'; out[at] = 0; }
+    at = put(out, n, at, "%s %s (", any ? ";" : "", c->backend->name);
+    at = put(out, n, put_reasons(out, n, at, &c->reasons), ")");
     any = 1;
   }
-  if (!any) snprintf(out + at, n - at, " no backend's domain (platform, phase) holds this call");
+  if (!any) put(out, n, at, " no backend's domain (platform, phase) holds this call");
 }
 
 int admission_backend_fallback(const struct admission *a) { return a->outcome == ADM_SELECTED_AFTER_FALLBACK; }
