@@ -57,7 +57,8 @@ static void schema_backend_names_are_the_registry(void **s) {
 }
 
 /* The one comparison's max_ratio is the share of its allowance the worst element used: a reference
- * near zero makes max_rel huge but not it, and it passes 1 exactly when an element is a violation. */
+ * near zero makes max_rel huge but not it, and it exceeds 1 only where an element is a violation (an element
+ * with no allowance at all, atol = rtol = 0, leaves it out). */
 static void tolerance_ratio_is_the_share_of_the_allowance(void **s) {
   (void)s;
   const double ref[4] = {1.0, 1e-6, -2.0, 0.0}, got[4] = {1.001, 2e-6, -2.0, 0.0005};
