@@ -86,9 +86,13 @@ int cmd_run(int argc, char **argv) {
   if (optind + 1 < argc) return cmd_usage_error("run", "one fixture at a time (got '%s' too)", argv[optind + 1]);
   if (ro.timing.max_samples < ro.timing.min_samples)
     return cmd_usage_error("run", "--max-samples must be >= --samples (%zu)", ro.timing.min_samples);
-  char known[256];
-  if (backend && !dispatch_request_known(&backends_registry, backend, known, sizeof known))
-    return cmd_usage_error("run", "--backend '%s' is not a backend of registry %s (known: %s)", backend, backends_registry.name, known);
+  if (backend) {
+    struct dkb_buf why;
+    dkb_buf_init(&why);
+    const int bad = dispatch_request_known(&backends_registry, backend, &why) ? DKB_OK : cmd_usage_error("run", "--backend %s", why.p);
+    dkb_buf_release(&why);
+    if (bad) return bad;
+  }
 
   struct dkb_err err;
   dkb_err_clear(&err);

@@ -331,11 +331,12 @@ int decode_call_from_json(const char *name, json_t *doc, struct decode_call *c, 
       jr_str(&r, doc, "", "backend", 0, &backend))
     goto fail;
   {  /* registered names fit c->backend */
-    char known[256];
-    if (!dispatch_request_known(&backends_registry, backend, known, sizeof known)) {
-      jr_fail(&r, "", "backend", "'%s' is not a backend of registry %s (known: %s)", backend, backends_registry.name, known);
-      goto fail;
-    }
+    struct dkb_buf why;
+    dkb_buf_init(&why);
+    const int known = dispatch_request_known(&backends_registry, backend, &why);
+    if (!known) jr_fail(&r, "", "backend", "%s", why.p);
+    dkb_buf_release(&why);
+    if (!known) goto fail;
   }
   snprintf(c->backend, sizeof c->backend, "%s", backend);
   {

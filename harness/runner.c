@@ -265,9 +265,11 @@ int runner_execute(struct decode_call *c, const struct run_opts *o, struct run_r
   }
   if (family < 0) {
     const char *terminal = adm->outcome == ADM_FORCED_ERROR ? "backend_rejected" : "no_eligible_backend";
-    char why[512];
-    admission_why_none(adm, why, sizeof why);
-    bundle_set_status(bundle, terminal, terminal, "%s", why);
+    struct dkb_buf none;
+    dkb_buf_init(&none);
+    admission_why_none(adm, &none);
+    bundle_set_status(bundle, terminal, terminal, "%s", none.p);
+    dkb_buf_release(&none);
   }
 
   /* The float64 oracle. */

@@ -268,23 +268,13 @@ const struct dispatch_registry *dispatch_registry_find(const char *name) {
   return NULL;
 }
 
-/* Bounded append: formats at out + at, returns the new length (n - 1 once full; out stays terminated). */
-__attribute__((format(printf, 4, 5))) static size_t put(char *out, size_t n, size_t at, const char *fmt, ...) {
-  if (at + 1 >= n) return at;
-  va_list ap;
-  va_start(ap, fmt);
-  const int w = vsnprintf(out + at, n - at, fmt, ap);
-  va_end(ap);
-  return w < 0 || (size_t)w >= n - at ? n - 1 : at + (size_t)w;
-}
-
-int dispatch_request_known(const struct dispatch_registry *reg, const char *request, char *known, size_t n) {
+int dispatch_request_known(const struct dispatch_registry *reg, const char *request, struct dkb_buf *why) {
   if (!strcmp(request, "auto")) return 1;
   for (size_t i = 0; i < reg->n; i++)
     if (!strcmp(reg->backends[i].name, request)) return 1;
-  if (n) known[0] = 0;
-  size_t at = put(known, n, 0, "auto");
-  for (size_t i = 0; i < reg->n; i++) at = put(known, n, at, ", %s", reg->backends[i].name);
+  dkb_buf_addf(why, "'%s' is not a backend of registry %s (known: auto", request, reg->name);
+  for (size_t i = 0; i < reg->n; i++) dkb_buf_addf(why, ", %s", reg->backends[i].name);
+  dkb_buf_addc(why, ')');
   return 0;
 }
 
@@ -384,34 +374,34 @@ const struct dispatch_backend *dispatch_admit(const struct dispatch_registry *re
   return NULL;
 }
 
-static size_t put_reasons(char *out, size_t n, size_t at, const struct admit_reasons *r) {
-  for (size_t k = 0; k < r->n; k++) at = put(out, n, at, "%s%s", k ? "; " : "", r->text[k]);
-  if (r->dropped) at = put(out, n, at, "; and %zu more", r->dropped);
-  return at;
+static void add_reasons(struct dkb_buf *out, const struct admit_reasons *r) {
+  for (size_t k = 0; k < r->n; k++) dkb_buf_addf(out, "%s%s", k ? "; " : "", r->text[k]);
+  if (r->dropped) dkb_buf_addf(out, "; and %zu more", r->dropped);
 }
 
-void admission_why_none(const struct admission *a, char *out, size_t n) {
-  if (!n) return;
-  out[0] = 0;
+void admission_why_none(const struct admission *a, struct dkb_buf *out) {
   if (a->selected >= 0) return;
   if (a->outcome == ADM_FORCED_ERROR) {
-    put_reasons(out, n, put(out, n, 0, "the forced backend %s was refused: ", a->key.backend_request), &a->error);
+    dkb_buf_addf(out, "the forced backend %s was refused: ", a->key.backend_request);
+    add_reasons(out, &a->error);
     return;
   }
   if (a->outcome == ADM_MALFORMED_CALL) {
-    put_reasons(out, n, put(out, n, 0, "the call is malformed: "), &a->malformed);
+    dkb_buf_adds(out, "the call is malformed: ");
+    add_reasons(out, &a->malformed);
     return;
   }
-  size_t at = put(out, n, 0, "every candidate was refused:");
+  dkb_buf_adds(out, "every candidate was refused:");
   int any = 0;
   for (size_t i = 0; i < a->n; i++) {
     const struct admission_candidate *c = &a->cand[i];
     if (!c->in_domain) continue;
-    at = put(out, n, at, "%s %s (", any ? ";" : "", c->backend->name);
-    at = put(out, n, put_reasons(out, n, at, &c->reasons), ")");
+    dkb_buf_addf(out, "%s %s (", any ? ";" : "", c->backend->name);
+    add_reasons(out, &c->reasons);
+    dkb_buf_addc(out, ')');
     any = 1;
   }
-  if (!any) put(out, n, at, " no backend's domain (platform, phase) holds this call");
+  if (!any) dkb_buf_adds(out, " no backend's domain (platform, phase) holds this call");
 }
 
 int admission_backend_fallback(const struct admission *a) { return a->outcome == ADM_SELECTED_AFTER_FALLBACK; }

@@ -17,6 +17,7 @@
 #include <jansson.h>
 
 #include "dtype.h"
+#include "harness/buf.h"
 #include "harness/err.h"
 #include "harness/jread.h"
 
@@ -185,13 +186,14 @@ struct admission {
   struct admit_reasons error;     /* what a forced error returns: the forced backend's reasons */
 };
 
-/* 1 when a backend request is "auto" or names a backend of reg. Else 0, with known filled with what
- * it could name ("auto, a, b"): a request nothing could satisfy is the caller's input error, not an
- * admission outcome (the admission oracle still records it as forced_error for contract fixtures). */
-int dispatch_request_known(const struct dispatch_registry *reg, const char *request, char *known, size_t n);
-/* One line for people: why admission selected nothing (a forced backend's reasons, every in-domain
- * candidate's reasons, or the malformed call's). Empty when a backend was selected. */
-void admission_why_none(const struct admission *a, char *out, size_t n);
+/* 1 when a backend request is "auto" or names a backend of reg. Else 0, with why appended: "'x' is not
+ * a backend of registry R (known: auto, a, b)". A request nothing could satisfy is the caller's input
+ * error, not an admission outcome (the admission oracle still records it as forced_error for contract
+ * fixtures). */
+int dispatch_request_known(const struct dispatch_registry *reg, const char *request, struct dkb_buf *why);
+/* Appends one line for people: why admission selected nothing (a forced backend's reasons, every
+ * in-domain candidate's reasons, or the malformed call's). Nothing when a backend was selected. */
+void admission_why_none(const struct admission *a, struct dkb_buf *out);
 
 /* Runs every stage for key k against reg; returns the selected backend, or NULL with a->outcome
  * saying why. Never falls back from a forced request. */

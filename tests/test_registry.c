@@ -267,44 +267,50 @@ static void separate_registry_uses_same_stages(void **s) {
   assert_string_equal(why, "backends own_split_kv and other share a name or a priority");
 }
 
+/* The why line of an admission that selected nothing, built afresh in b. */
+static const char *why_none(const struct admission *a, struct dkb_buf *b) {
+  dkb_buf_release(b);
+  dkb_buf_init(b);
+  admission_why_none(a, b);
+  return b->p;
+}
+
 /* The one-line why of an empty admission names each refused in-domain candidate with every reason,
- * a forced backend's reasons, or the malformed call's; it stays within its buffer. */
+ * a forced backend's reasons, or the malformed call's; a selection appends nothing. */
 static void why_none_names_every_refused_candidate(void **s) {
   (void)s;
   struct admission a;
-  char why[256], known[64];
+  struct dkb_buf b;
+  dkb_buf_init(&b);
   struct dispatch_key k = base_call();
   k.compute_capability = 100;
   k.head_dim_qk = k.head_dim_vo = 80;
   assert_null(dispatch_admit(&OWN_REG, &k, &a));
-  admission_why_none(&a, why, sizeof why);
-  assert_string_equal(why, "every candidate was refused: own_split_kv (head_dim_qk=80 not compiled in; "
-                           "compute_capability=100 unsupported); own_generic (head_dim_qk=80 not compiled in)");
-  admission_why_none(&a, why, 40); /* truncated, terminated */
-  assert_int_equal(strlen(why), 39);
+  assert_string_equal(why_none(&a, &b), "every candidate was refused: own_split_kv (head_dim_qk=80 not compiled in; "
+                                        "compute_capability=100 unsupported); own_generic (head_dim_qk=80 not compiled in)");
   snprintf(k.backend_request, sizeof k.backend_request, "own_generic");
   assert_null(dispatch_admit(&OWN_REG, &k, &a));
-  admission_why_none(&a, why, sizeof why);
-  assert_string_equal(why, "the forced backend own_generic was refused: head_dim_qk=80 not compiled in");
+  assert_string_equal(why_none(&a, &b), "the forced backend own_generic was refused: head_dim_qk=80 not compiled in");
   k = base_call();
   k.num_q_heads = 30;
   assert_null(dispatch_admit(&OWN_REG, &k, &a));
-  admission_why_none(&a, why, sizeof why);
-  assert_string_equal(why, "the call is malformed: num_q_heads=30 is not a multiple of num_kv_heads=8");
+  assert_string_equal(why_none(&a, &b), "the call is malformed: num_q_heads=30 is not a multiple of num_kv_heads=8");
   k = base_call();
   k.phase = DK_PREFILL; /* no backend's domain */
   assert_null(dispatch_admit(&OWN_REG, &k, &a));
-  admission_why_none(&a, why, sizeof why);
-  assert_string_equal(why, "every candidate was refused: no backend's domain (platform, phase) holds this call");
+  assert_string_equal(why_none(&a, &b), "every candidate was refused: no backend's domain (platform, phase) holds this call");
   k = base_call();
   assert_non_null(dispatch_admit(&OWN_REG, &k, &a));
-  admission_why_none(&a, why, sizeof why);
-  assert_string_equal(why, "");
-  /* requests: auto and registered names pass; anything else lists what could be named */
-  assert_int_equal(dispatch_request_known(&OWN_REG, "auto", known, sizeof known), 1);
-  assert_int_equal(dispatch_request_known(&OWN_REG, "own_generic", known, sizeof known), 1);
-  assert_int_equal(dispatch_request_known(&OWN_REG, "own", known, sizeof known), 0);
-  assert_string_equal(known, "auto, own_split_kv, own_generic");
+  assert_null(why_none(&a, &b));
+  /* requests: auto and registered names pass and append nothing; anything else says what could be named */
+  dkb_buf_release(&b);
+  dkb_buf_init(&b);
+  assert_int_equal(dispatch_request_known(&OWN_REG, "auto", &b), 1);
+  assert_int_equal(dispatch_request_known(&OWN_REG, "own_generic", &b), 1);
+  assert_null(b.p);
+  assert_int_equal(dispatch_request_known(&OWN_REG, "own", &b), 0);
+  assert_string_equal(b.p, "'own' is not a backend of registry own (known: auto, own_split_kv, own_generic)");
+  dkb_buf_release(&b);
 }
 
 static void admission_record_is_schema_valid(void **s) {
