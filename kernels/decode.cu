@@ -1171,8 +1171,13 @@ __device__ __forceinline__ void producer_mma(const dkb_decode_params &p, const K
   __syncthreads();
   // D_PAD / 4 lanes per row, four dims each, every row of a pass at once: a row per pass of the CTA made
   // the stores 1.7 us at 4 rows and 3.5 us at 8 (H200 timeline), now 0.6 and 1.1. A pass costs 0.35-0.5
-  // us, nearly as much when run a second time (not instruction fetch); the slot index load 0.13-0.80 us
-  // (median 0.19, B1 T131072). Tried and not kept (H200, same machine, three rounds each):
+  // us; the slot index load 0.13-0.80 us (median 0.19, B1 T131072). ncu's stall samples put most of this
+  // epilogue on instruction fetch (stall_no_inst: each unrolled pass was fresh code to the SM), so the pass
+  // loop is not unrolled: the second pass runs from the i-cache (H200, two instances, three rounds each:
+  // B1 T131072 25.8-26.1 -> 25.6-25.8 us, T32768 and window4096 0.1-0.2 us faster, the rest within noise).
+  // Tried and not kept (H200, same machine, three rounds each):
+  // - the slot index loaded before the first barrier of the epilogue: as fast on T131072, ragged 0.1 %
+  //   slower; and the row's scalars stored by the row-merge threads, not in the passes: 0.1-0.4 % slower;
   // - every pass's sums before any store, so passes overlap: no faster (B1 T131072 25.6 vs 25.1-25.7 us,
   //   B16 0.1-0.2 % and ragged 0.3 % slower);
   // - eight dims per lane, so 8 rows (g = 8) take one pass: that epilogue 1.50 -> 1.25 us (median CTA),
@@ -1190,7 +1195,7 @@ __device__ __forceinline__ void producer_mma(const dkb_decode_params &p, const K
   const int slot = p.item_slot[item];
   constexpr int LPR = D_PAD / 4, RPP = K::NT / LPR;
   const int x = (tid % LPR) * 4;
-#pragma unroll
+#pragma unroll 1
   for (int rp = 0; rp < K::ROWS; rp += RPP) {
     const int row = rp + tid / LPR;
     if (row >= R) break;
