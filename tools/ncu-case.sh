@@ -7,14 +7,16 @@
 # caches before each replay pass.
 # Writes DIR/NAME.ncu-rep, DIR/NAME.txt (the sections) and DIR/NAME-source.csv (SASS with stall samples).
 # usage: tools/ncu-case.sh FIXTURE DIR [dkb run arguments...]
+# exit: 0 report written, 1 ncu wrote no report, 2 usage, 4 no ncu on PATH or DIR not made
 set -u
 [ $# -ge 2 ] || { echo "usage: tools/ncu-case.sh FIXTURE DIR [dkb run arguments...]" >&2; exit 2; }
 F=$1; D=$2; shift 2
 command -v ncu > /dev/null || { echo "tools/ncu-case.sh: no ncu on PATH" >&2; exit 4; }
 mkdir -p "$D" || exit 4
 N=$(basename "$F" .json)
-# Two launches after the first two (the capture pass and the correctness pass): a producer and its
-# combine, or two calls of a one-kernel plan.
+# Two launches after the first two (the first call's producer and combine, or the first two calls of a
+# one-kernel plan): a producer and its combine, or two calls of a one-kernel plan, with the first call's
+# one-time costs behind them.
 ncu --clock-control none -k regex:decode_split_kv --launch-skip 2 --launch-count 2 \
   --section SpeedOfLight --section MemoryWorkloadAnalysis --section Occupancy --section LaunchStats \
   --section WarpStateStats --section SchedulerStats --section SourceCounters \
