@@ -865,6 +865,12 @@ __device__ void fused_combine(const dkb_decode_params &p, int b, int h, int g, i
 // B4 T4096 +1.2 %, paged graph +3.7 %). Nor do clusters of 2 or 4 K/V heads x 2 slots, which would put
 // the heads that share a paged page on one GPC: B16 T8192 contiguous 124.2 -> 137.4-138.2 us, paged
 // 126.8 -> 135.0-135.7, window 1024 23.9 -> 25.1 (H200, three rounds; 35 of 35 fixtures correct).
+// Nor clusters as a launch shape alone: at 2 CTAs per SM the H200 holds 264 CTAs in clusters of 1 or 2 but
+// 248, 240 and 224 in clusters of 4, 8 and 16 (cudaOccupancyMaxActiveClusters of a kernel held to 2 CTAs
+// per SM), so a plan of 256 CTAs takes two waves. The unfused producer launched in clusters of 4-16 items,
+// no merge: B1 T131072 25.6 -> 33.0-33.9 us, T32768 38.7 -> 51.7-54.0, B4 T4096 graph 24.0 -> 33.1-34.0,
+// window 4096 12.8 -> 18.4-18.6, ragged in clusters of 4 307 -> 353; in clusters of 2 +0.0-0.4 us, ragged
+// +0.5-0.6 % (H200, two rounds).
 constexpr int kClusterMax = 2;
 
 // ---- cluster merge: a request's S CTAs of one K/V head merge their states in distributed shared memory --
