@@ -107,10 +107,9 @@ static void captured_cluster_plans_were_launched_as_clusters(void **s) {
 
 /* The bench matrix runs on the H200 (fixtures/captured/bench/, README's performance figures, with NVML
  * clocks per case; bench-1, -2 and -3, the kernels before __launch_bounds__(128, 2) on three machine
- * instances; bench-1 and -3 with each case's noise and the device, for `dkb compare`; bench-5, the run
- * bench/ held before the epilogue change of 46e8581, and bench-4, those kernels on another instance): each
- * schema-valid, a run of
- * the committed matrix, and every figure and verdict recomputes from its medians and byte counts
+ * instances; bench-1 and -3 with each case's noise and the device, for `dkb compare`; bench-5, the kernels
+ * before the epilogue change of 46e8581, and bench-4, those kernels on another instance): each schema-valid,
+ * a run of the committed matrix, and every figure and verdict recomputes from its medians and byte counts
  * (tests/bench_check.py); a copy with one median, verdict, excess (or a missing one) or floor changed does not. */
 static void captured_bench_recomputes_from_its_medians(void **s) {
   (void)s;
