@@ -33,6 +33,8 @@
 #include <stdio.h>
 #include <string.h>
 
+#include <type_traits>
+
 #include "decode.h"
 
 // Mirrors of the oracle enums (oracles/kv_address.h, oracles/mask.h); checked on the host side.
@@ -440,51 +442,67 @@ struct TilePipe {
 };
 
 // ---- one split's state, written once for both producers --------------------------------------
+// Where a state goes: SK_ANY reads it from the parameters at every store; the others fix it at compile
+// time (store_kind(p) must then name it), so the tensor-core producer's epilogue passes run straight-line
+// code instead of jumping over the other kinds' stores (ncu: instruction fetch, stall_no_inst, was most of
+// that epilogue, its samples at the branch targets).
+enum { SK_ANY, SK_DIRECT, SK_MLU, SK_LSE_F32, SK_LSE_BF16 };
+__device__ __forceinline__ int store_kind(const dkb_decode_params &p) {
+  return p.direct ? SK_DIRECT : p.abi == DKB_ABI_MLU ? SK_MLU : p.ws_o_dtype == DKB_KDT_BF16 ? SK_LSE_BF16 : SK_LSE_F32;
+}
+template <int SK> __device__ __forceinline__ bool sk_direct(const dkb_decode_params &p) { return SK == SK_ANY ? p.direct : SK == SK_DIRECT; }
+template <int SK> __device__ __forceinline__ bool sk_mlu(const dkb_decode_params &p) { return SK == SK_ANY ? p.abi == DKB_ABI_MLU : SK == SK_MLU; }
+template <int SK> __device__ __forceinline__ bool sk_bf16(const dkb_decode_params &p) {
+  return SK == SK_ANY ? p.ws_o_dtype == DKB_KDT_BF16 : SK == SK_LSE_BF16;
+}
+
 // Element x of row (orow in the output, srow in the workspace) with numerator u = sum exp(s - m) v and
 // denominator l: the final O when the plan is direct, else the slot's (m,l,u) or (LSE,O) state. An
 // empty state (valid false) writes the identity: O = 0, u = 0 (0x02C).
-template <typename T>
+template <typename T, int SK = SK_ANY>
 __device__ __forceinline__ void store_elem(const dkb_decode_params &p, int64_t orow, int64_t srow, int x, float u, float l,
                                            bool valid) {
-  if (p.direct) reinterpret_cast<T *>(p.o)[orow * p.dv + x] = from_f<T>(valid ? u / l : 0.f);
-  else if (p.abi == DKB_ABI_MLU) reinterpret_cast<float *>(p.ws_u)[srow * p.dv + x] = valid ? u : 0.f;
-  else if (p.ws_o_dtype == DKB_KDT_BF16) reinterpret_cast<__nv_bfloat16 *>(p.ws_u)[srow * p.dv + x] = __float2bfloat16_rn(valid ? u / l : 0.f);
+  if (sk_direct<SK>(p)) reinterpret_cast<T *>(p.o)[orow * p.dv + x] = from_f<T>(valid ? u / l : 0.f);
+  else if (sk_mlu<SK>(p)) reinterpret_cast<float *>(p.ws_u)[srow * p.dv + x] = valid ? u : 0.f;
+  else if (sk_bf16<SK>(p)) reinterpret_cast<__nv_bfloat16 *>(p.ws_u)[srow * p.dv + x] = __float2bfloat16_rn(valid ? u / l : 0.f);
   else reinterpret_cast<float *>(p.ws_u)[srow * p.dv + x] = valid ? u / l : 0.f;
 }
 // The workspace ABI's fp32 fields of one state (0x03D), wherever the state is kept (global workspace or a
 // cluster's shared memory): the frame value, m in natural-log units (MLU) or LSE (LSE_O), -inf when empty;
 // m2 is the max in base 2.
+template <int SK = SK_ANY>
 __device__ __forceinline__ float abi_frame(const dkb_decode_params &p, float m2, float l, bool valid) {
-  return !valid ? -INFINITY : p.abi == DKB_ABI_MLU ? m2 * kLn2 : m2 * kLn2 + logf(l);
+  return !valid ? -INFINITY : sk_mlu<SK>(p) ? m2 * kLn2 : m2 * kLn2 + logf(l);
 }
 // ... and four payload values: u (MLU) or O = u / l (LSE_O), zeros when empty.
+template <int SK = SK_ANY>
 __device__ __forceinline__ float4 abi_payload4(const dkb_decode_params &p, const float u[4], float l, bool valid) {
   if (!valid) return make_float4(0.f, 0.f, 0.f, 0.f);
-  return p.abi == DKB_ABI_MLU ? make_float4(u[0], u[1], u[2], u[3]) : make_float4(u[0] / l, u[1] / l, u[2] / l, u[3] / l);
+  return sk_mlu<SK>(p) ? make_float4(u[0], u[1], u[2], u[3]) : make_float4(u[0] / l, u[1] / l, u[2] / l, u[3] / l);
 }
 
 // The row's scalars: LSE (direct), or validity and m, l (MLU) or LSE (LSE_O); m2 is the max in base 2.
+template <int SK = SK_ANY>
 __device__ __forceinline__ void store_scalars(const dkb_decode_params &p, int64_t orow, int64_t srow, float m2, float l, bool valid) {
-  const float lse = valid ? m2 * kLn2 + logf(l) : -INFINITY;
-  if (p.direct) {
-    if (p.lse) p.lse[orow] = lse;
+  if (sk_direct<SK>(p)) {
+    if (p.lse) p.lse[orow] = valid ? m2 * kLn2 + logf(l) : -INFINITY;
     return;
   }
   p.ws_valid[srow] = valid;
-  p.ws_m[srow] = abi_frame(p, m2, l, valid);
-  if (p.abi == DKB_ABI_MLU) p.ws_l[srow] = valid ? l : 0.f;
+  p.ws_m[srow] = abi_frame<SK>(p, m2, l, valid);
+  if (sk_mlu<SK>(p)) p.ws_l[srow] = valid ? l : 0.f;
 }
 
 // Elements x .. x+3 of a row (x % 4 == 0, x + 3 < d_v): store_elem four at a time, vector stores where
 // the workspace is fp32.
-template <typename T>
+template <typename T, int SK = SK_ANY>
 __device__ __forceinline__ void store4(const dkb_decode_params &p, int64_t orow, int64_t srow, int x, const float u[4],
                                        float l, bool valid) {
-  if (!p.direct && (p.abi == DKB_ABI_MLU || p.ws_o_dtype != DKB_KDT_BF16)) {
-    *reinterpret_cast<float4 *>(reinterpret_cast<float *>(p.ws_u) + srow * p.dv + x) = abi_payload4(p, u, l, valid);
+  if (!sk_direct<SK>(p) && (sk_mlu<SK>(p) || !sk_bf16<SK>(p))) {
+    *reinterpret_cast<float4 *>(reinterpret_cast<float *>(p.ws_u) + srow * p.dv + x) = abi_payload4<SK>(p, u, l, valid);
   } else {
 #pragma unroll
-    for (int e = 0; e < 4; e++) store_elem<T>(p, orow, srow, x + e, u[e], l, valid);
+    for (int e = 0; e < 4; e++) store_elem<T, SK>(p, orow, srow, x + e, u[e], l, valid);
   }
 }
 
@@ -1181,6 +1199,10 @@ __device__ __forceinline__ void producer_mma(const dkb_decode_params &p, const K
   // epilogue on instruction fetch (stall_no_inst: each unrolled pass was fresh code to the SM), so the pass
   // loop is not unrolled: the second pass runs from the i-cache (H200, two instances, three rounds each:
   // B1 T131072 25.8-26.1 -> 25.6-25.8 us, T32768 and window4096 0.1-0.2 us faster, the rest within noise).
+  // And each store kind has its own copy of the passes (SK_*), so a pass no longer jumps over the other
+  // kinds' stores (H200, same machine, three rounds: B1 T131072 25.50-25.57 -> 25.28-25.38 us, window 4096
+  // 12.70-12.86 -> 12.51-12.61, B4 graph 23.97-24.13 -> 23.90-23.97, ragged 306.7-307.0 -> 306.5-306.6; B16
+  // paged 126.4-126.7 -> 126.7-126.9, T32768 and B16 contiguous within noise; 35 of 35 fixtures correct).
   // Tried and not kept (H200, same machine, three rounds each):
   // - the slot index loaded before the first barrier of the epilogue: as fast on T131072, ragged 0.1 %
   //   slower; and the row's scalars stored by the row-merge threads, not in the passes: 0.1-0.4 % slower;
@@ -1201,35 +1223,46 @@ __device__ __forceinline__ void producer_mma(const dkb_decode_params &p, const K
   const int slot = p.item_slot[item];
   constexpr int LPR = D_PAD / 4, RPP = K::NT / LPR;
   const int x = (tid % LPR) * 4;
+  // The passes, once per store kind (SK): each call runs only its own kind's stores, straight through.
+  auto passes = [&](auto sk) {
+    constexpr int SK = decltype(sk)::value;
 #pragma unroll 1
-  for (int rp = 0; rp < K::ROWS; rp += RPP) {
-    const int row = rp + tid / LPR;
-    if (row >= R) break;
-    const int j = row / C, i = row % C, hq = h * g + j;
-    const float M = row_m[row], L = row_l[row];
-    const bool valid = M != -INFINITY;  // the empty identity: O = 0, LSE = -inf, valid = 0
-    const int64_t orow = ((int64_t)b * C + i) * p.H_q + hq, srow = ((int64_t)slot * p.H_q + hq) * C + i;
-    float u[4] = {0.f, 0.f, 0.f, 0.f};
+    for (int rp = 0; rp < K::ROWS; rp += RPP) {
+      const int row = rp + tid / LPR;
+      if (row >= R) break;
+      const int j = row / C, i = row % C, hq = h * g + j;
+      const float M = row_m[row], L = row_l[row];
+      const bool valid = M != -INFINITY;  // the empty identity: O = 0, LSE = -inf, valid = 0
+      const int64_t orow = ((int64_t)b * C + i) * p.H_q + hq, srow = ((int64_t)slot * p.H_q + hq) * C + i;
+      float u[4] = {0.f, 0.f, 0.f, 0.f};
 #pragma unroll
-    for (int w = 0; w < K::NW; w++) {
-      const float4 v = *reinterpret_cast<const float4 *>(red_o + (w * K::ROWS + row) * K::RS + x);
-      const float f = red_f[w * K::ROWS + row];
-      u[0] += v.x * f; u[1] += v.y * f; u[2] += v.z * f; u[3] += v.w * f;
-    }
-    if constexpr (FUSED) {
-      if (p.cluster > 1) {  // the state stays in shared memory for the cluster merge
-        float *cl_u = reinterpret_cast<float *>(stages + K::RED_BYTES), *cl_m = cl_u + K::ROWS * D_PAD;
-        if (x < p.dv) *reinterpret_cast<float4 *>(cl_u + row * D_PAD + x) = abi_payload4(p, u, L, valid);
-        if (x == 0) {
-          cl_m[row] = abi_frame(p, M, L, valid);
-          cl_m[K::ROWS + row] = valid ? L : 0.f;       // l
-          cl_m[2 * K::ROWS + row] = valid ? 1.f : 0.f;  // validity
-        }
-        continue;
+      for (int w = 0; w < K::NW; w++) {
+        const float4 v = *reinterpret_cast<const float4 *>(red_o + (w * K::ROWS + row) * K::RS + x);
+        const float f = red_f[w * K::ROWS + row];
+        u[0] += v.x * f; u[1] += v.y * f; u[2] += v.z * f; u[3] += v.w * f;
       }
+      if constexpr (FUSED) {
+        if (p.cluster > 1) {  // the state stays in shared memory for the cluster merge
+          float *cl_u = reinterpret_cast<float *>(stages + K::RED_BYTES), *cl_m = cl_u + K::ROWS * D_PAD;
+          if (x < p.dv) *reinterpret_cast<float4 *>(cl_u + row * D_PAD + x) = abi_payload4<SK>(p, u, L, valid);
+          if (x == 0) {
+            cl_m[row] = abi_frame<SK>(p, M, L, valid);
+            cl_m[K::ROWS + row] = valid ? L : 0.f;       // l
+            cl_m[2 * K::ROWS + row] = valid ? 1.f : 0.f;  // validity
+          }
+          continue;
+        }
+      }
+      if (x < p.dv) store4<T, SK>(p, orow, srow, x, u, L, valid);
+      if (x == 0) store_scalars<SK>(p, orow, srow, M, L, valid);
     }
-    if (x < p.dv) store4<T>(p, orow, srow, x, u, L, valid);
-    if (x == 0) store_scalars(p, orow, srow, M, L, valid);
+  };
+  switch (store_kind(p)) {
+  case SK_MLU: passes(std::integral_constant<int, SK_MLU>{}); break;
+  case SK_LSE_F32: passes(std::integral_constant<int, SK_LSE_F32>{}); break;
+  case SK_LSE_BF16: passes(std::integral_constant<int, SK_LSE_BF16>{}); break;
+  default:  // a fused plan is never direct
+    if constexpr (!FUSED) passes(std::integral_constant<int, SK_DIRECT>{});
   }
   if constexpr (FUSED) {
     if (p.cluster > 1) cluster_merge<T, D_PAD>(p, b, h, g, reinterpret_cast<float *>(stages + K::RED_BYTES));
