@@ -1202,7 +1202,9 @@ __device__ __forceinline__ void producer_mma(const dkb_decode_params &p, const K
   // And each store kind has its own copy of the passes (SK_*), so a pass no longer jumps over the other
   // kinds' stores (H200, same machine, three rounds: B1 T131072 25.50-25.57 -> 25.28-25.38 us, window 4096
   // 12.70-12.86 -> 12.51-12.61, B4 graph 23.97-24.13 -> 23.90-23.97, ragged 306.7-307.0 -> 306.5-306.6; B16
-  // paged 126.4-126.7 -> 126.7-126.9, T32768 and B16 contiguous within noise; 35 of 35 fixtures correct).
+  // paged 126.4-126.7 -> 126.7-126.9, T32768 and B16 contiguous within noise; 35 of 35 fixtures correct;
+  // measured before kTwoPerSmSmem: with it, window 4096 12.67-12.74 -> 12.51-12.54 and B16 split 1
+  // 139.5-140.5 -> 138.9, the rest within noise, two rounds).
   // Tried and not kept (H200, same machine, three rounds each):
   // - the slot index loaded before the first barrier of the epilogue: as fast on T131072, ragged 0.1 %
   //   slower; and the row's scalars stored by the row-merge threads, not in the passes: 0.1-0.4 % slower;
@@ -1270,8 +1272,12 @@ __device__ __forceinline__ void producer_mma(const dkb_decode_params &p, const K
   }
 }
 
-// __launch_bounds__(128, 2): up to 255 registers (155-177 used), so 2 CTAs per SM, which is all
-// the plan fills (harness/plan.c). Against (128, 3) (at most 168 registers, 3 CTAs per SM; H200, four
+// __launch_bounds__(128, 2): up to 255 registers (155-181 used), and 2 CTAs per SM, which is all the
+// plan fills (harness/plan.c), held by the launch, not by the register count: the d = 128 producers ask
+// for kTwoPerSmSmem of shared memory (make_mma). At 168 registers (the store-kind passes) 3 fitted, and
+// forced splits of 512 CTAs ran as 1.3 waves: T32768 split 64 40.5 -> 43.2 us, T131072 split 512 28.9 ->
+// 30.4 (H200, same machine, four rounds); with the padding 40.9-41.6 -> 41.5, 29.1-29.7 -> 29.2-29.3 (two
+// rounds, another machine). Against (128, 3) (at most 168 registers, 3 CTAs per SM; H200, four
 // instances, three or four rounds each, 35 of 35 fixtures correct): ragged 315.0 -> 307.4 us, 308.4 -> 306.8,
 // 312.7 -> 311.5 and 308.9 -> 307.3, its noise 0.63-0.95 -> 0.24-0.29 % rel stdev; B4 graph 0.1-1.1 % and B16
 // paged 0-0.4 % faster; B1 T131072 both ways (24.86-25.38 -> 25.44-25.70, 25.54-25.57 -> 25.34-25.38,
@@ -1530,10 +1536,14 @@ bool pick_rows_f32(int rb, Instance *out) {
   return false;
 }
 
+// Shared memory a d = 128 tensor-core producer asks for: 3 x (80 + 4 static + 1 reserved) KiB exceed an
+// H100/H200 SM's 228 KiB, 2 fit, so the planner's 2 CTAs per SM hold whatever registers the code needs.
+constexpr int kTwoPerSmSmem = 80 * 1024;
 template <typename T, int D>
 Instance make_mma() {
   using K = MmaCfg<D>;
-  return Instance{decode_split_kv_producer_mma<T, D>, K::NT, K::SMEM, K::NTOK, decode_split_kv_fused_mma<T, D>, true};
+  constexpr int smem = D == 128 && K::SMEM < kTwoPerSmSmem ? kTwoPerSmSmem : K::SMEM;
+  return Instance{decode_split_kv_producer_mma<T, D>, K::NT, smem, K::NTOK, decode_split_kv_fused_mma<T, D>, true};
 }
 
 bool pick(int dtype, int dk, int dv, int rows, Instance *out) {
