@@ -769,6 +769,24 @@ static void gpu_split_k_agrees_with_split_1(void **s) {
   split_k_against_split_1("o_gpu", "bf16", 2e-3, 1.6e-2);
 }
 
+/* On the GPU: the d = 128 tensor-core producers run 2 CTAs per SM, the planner's wave model
+ * (harness/plan.c kPlanWaveCtasPerSm) and __launch_bounds__(128, 2). Their register count alone held it:
+ * a change that took the unfused one from 175 to 168 registers let 3 share an SM, and forced splits of 512
+ * CTAs ran as 1.3 waves, 5-7 % slower (H200; reverted in b34bde8); kTwoPerSmSmem now holds it at launch.
+ * This catches a regression in gpu-smoke instead of a bench run. The d = 64 instances' occupancy is
+ * printed, not judged. */
+static void gpu_tensor_core_producers_run_two_ctas_per_sm(void **s) {
+  (void)s;
+  SKIP_WITHOUT_GPU();
+  static const int dt[2] = {DKB_KDT_BF16, DKB_KDT_F16};
+  for (int k = 0; k < 2; k++)
+    for (int d = 64; d <= 128; d *= 2) {
+      const int n = dkb_decode_occupancy(dt[k], d, d, 8);
+      print_message("[  INFO    ] %s d=%d tensor-core producer: %d CTAs per SM\n", k ? "fp16" : "bf16", d, n);
+      if (d == 128 && n != 2) fail_msg("%s d=128: %d CTAs per SM, want 2", k ? "fp16" : "bf16", n);
+    }
+}
+
 /* On the GPU: the tensor-core producer's two copy paths fill the same shared-memory layout. One call
  * (ragged lengths: whole tiles and edge tiles, three splits) in four cache layouts with the same logical
  * K/V: NHD caches take TMA boxes for whole tiles, HND caches take cp.async for every tile, so O and LSE
@@ -916,4 +934,5 @@ DKB_TEST_GROUP(run, cmocka_unit_test(decode_fixtures_are_schema_valid_and_load),
                cmocka_unit_test(budgets_judge_peak_memory_and_wall_time_of_real_runs),
                cmocka_unit_test(gpu_every_decode_fixture_reaches_level_6), cmocka_unit_test(gpu_split_k_agrees_with_split_1),
                cmocka_unit_test(gpu_tma_tiles_match_cp_async_tiles_bit_for_bit),
+               cmocka_unit_test(gpu_tensor_core_producers_run_two_ctas_per_sm),
                cmocka_unit_test(gpu_run_with_counters_measures_dram_bytes))
