@@ -1031,6 +1031,24 @@ __device__ __forceinline__ void producer_mma(const dkb_decode_params &p, const K
   const int g = p.H_q / p.H_kv, C = p.C, R = g * C;
   const int64_t N = p.item_n[item], q_first = N - C;
   const float scale2 = p.scale * kLog2e;
+  // Q's loads go out before the prologue and the first TMA tiles, not after them (ncu, B1 T131072: 6 % of
+  // the stall samples were Q's shared-memory store waiting on its load). H200, same machine, three rounds:
+  // B16 split 1 138.0-138.1 -> 134.9-135.5 us, window 4096 12.51-12.61 -> 12.19-12.22, ragged 311.4-311.5
+  // -> 309.4-309.6, B16 paged 128.7-128.8 -> 128.4-128.6; B1 T131072 25.44-25.47 -> 25.31-25.44 and B16
+  // contiguous within noise; T32768 39.23-39.30 -> 39.26-39.42, B4 graph 24.19-24.26 -> 24.38-24.51 and
+  // the forced 512-CTA split 29.50-29.60 -> 29.95-30.05 slower; 35 of 35 fixtures correct.
+  // Rows r = j * C + i (query head h * g + j, query i), zero beyond R and beyond dk.
+  constexpr int QN = K::ROWS * K::CH / K::NT;
+  static_assert(K::ROWS * K::CH % K::NT == 0, "whole Q chunks per thread");
+  uint4 qv[QN];
+#pragma unroll
+  for (int k = 0; k < QN; k++) {
+    const int idx = tid + k * K::NT, r = idx / K::CH, c = idx % K::CH;
+    qv[k] = make_uint4(0, 0, 0, 0);
+    if (r < R && c * 8 < p.dk)
+      qv[k] = *reinterpret_cast<const uint4 *>(reinterpret_cast<const T *>(p.q) +
+                                               (((int64_t)b * C + r % C) * p.H_q + h * g + r / C) * p.dk + c * 8);
+  }
 
   __shared__ int64_t ring_t[K::ST];
   __shared__ int ring_c[K::ST];
@@ -1048,14 +1066,10 @@ __device__ __forceinline__ void producer_mma(const dkb_decode_params &p, const K
 #pragma unroll
   for (int s = 0; s < K::ST - 1; s++) pipe.issue_next(s, stages + s * K::STAGE_BYTES, K::TILE_BYTES, pos, pos);
 
-  // Rows r = j * C + i (query head h * g + j, query i), zero beyond R and beyond dk.
-  for (int idx = tid; idx < K::ROWS * K::CH; idx += K::NT) {
-    const int r = idx / K::CH, c = idx % K::CH;
-    uint4 v = make_uint4(0, 0, 0, 0);
-    if (r < R && c * 8 < p.dk)
-      v = *reinterpret_cast<const uint4 *>(reinterpret_cast<const T *>(p.q) +
-                                           (((int64_t)b * C + r % C) * p.H_q + h * g + r / C) * p.dk + c * 8);
-    *reinterpret_cast<uint4 *>(q_s + qpos(r, c) * 16) = v;
+#pragma unroll
+  for (int k = 0; k < QN; k++) {
+    const int idx = tid + k * K::NT;
+    *reinterpret_cast<uint4 *>(q_s + qpos(idx / K::CH, idx % K::CH) * 16) = qv[k];
   }
   __syncthreads();
 
