@@ -1228,7 +1228,17 @@ __device__ __forceinline__ void producer_mma(const dkb_decode_params &p, const K
   //   T131072 paged 26.3-26.6 -> 26.1-26.3 us, contiguous within noise, but B16 0.3 % and B4 graph
   //   0.3-0.9 % slower;
   // - the slot index read in the prologue into shared memory, alone or with the epilogue's parameters
-  //   touched there too: 0.3-1.6 % slower on all five shapes timed.
+  //   touched there too: 0.3-1.6 % slower on all five shapes timed; O = u / l as __fdividef: within noise
+  //   on all ten cases timed; with the slot index also loaded with the item's fields at entry (a register
+  //   through the loop): B16 and T32768 0.1-0.2 us faster, ragged 0.1 % and B4 graph 0.1 us slower (two
+  //   rounds);
+  // - this epilogue's instruction misses taken ahead of time: the merge and passes out of line
+  //   (__noinline__, one copy of the code) and run once dry (no shared-memory writes) while the first tiles
+  //   were in flight, then for real: every shape 1.1-2.0 us slower (B1 T131072 25.34-25.38 -> 27.26-27.36
+  //   us, B16 126.8 -> 128.4, window 4096 12.2-12.4 -> 14.0-14.1); the dry run by a fifth warp that never
+  //   joins the 4 compute warps' barriers (named barrier 1 of 128 threads; 168 registers at 160 threads)
+  //   so no compute warp waits for it: still slower (T131072 25.0-25.2 -> 25.7-25.8, B16 paged 125.6-125.7
+  //   -> 131.8-132.1, B16 split 1 134.5-135.1 -> 149.0-149.7; 35 of 35 fixtures correct for both).
   // Any change to this producer moves the code of the whole kernel: these and the uniform-plan trial at the
   // start of this producer were slower on shapes whose path they never changed.
   // Where B1 T131072 (256 CTAs of 8 tiles) spends its 25 us (H200, per-CTA %globaltimer from the first
@@ -1286,7 +1296,7 @@ __device__ __forceinline__ void producer_mma(const dkb_decode_params &p, const K
   }
 }
 
-// __launch_bounds__(128, 2): up to 255 registers (155-181 used), and 2 CTAs per SM, which is all the
+// __launch_bounds__(128, 2): up to 255 registers (159-186 used), and 2 CTAs per SM, which is all the
 // plan fills (harness/plan.c), held by the launch, not by the register count: the d = 128 producers ask
 // for kTwoPerSmSmem of shared memory (make_mma). At 168 registers (the store-kind passes) 3 fitted, and
 // forced splits of 512 CTAs ran as 1.3 waves: T32768 split 64 40.5 -> 43.2 us, T131072 split 512 28.9 ->
