@@ -109,7 +109,8 @@ static void captured_cluster_plans_were_launched_as_clusters(void **s) {
  * clocks per case; bench-1, -2 and -3, the kernels before __launch_bounds__(128, 2) on three machine
  * instances; bench-1 and -3 with each case's noise and the device, for `dkb compare`; bench-5, the kernels
  * before the epilogue change of 46e8581, and bench-4, those kernels on another instance; bench-6, the kernels
- * before the store-kind passes, 80 KiB per CTA and Q loaded first): each schema-valid,
+ * before the store-kind passes, 80 KiB per CTA and Q loaded first; bench-7, the kernels of bench/ on another
+ * instance): each schema-valid,
  * a run of the committed matrix, and every figure and verdict recomputes from its medians and byte counts
  * (tests/bench_check.py); a copy with one median, verdict, excess (or a missing one) or floor changed does not. */
 static void captured_bench_recomputes_from_its_medians(void **s) {
@@ -118,7 +119,7 @@ static void captured_bench_recomputes_from_its_medians(void **s) {
   static const char *const runs[] = {"fixtures/captured/bench/bench.json", "fixtures/captured/bench-1/bench.json",
                                      "fixtures/captured/bench-2/bench.json", "fixtures/captured/bench-3/bench.json",
                                      "fixtures/captured/bench-4/bench.json", "fixtures/captured/bench-5/bench.json",
-                                     "fixtures/captured/bench-6/bench.json"};
+                                     "fixtures/captured/bench-6/bench.json", "fixtures/captured/bench-7/bench.json"};
   for (size_t i = 0; i < sizeof runs / sizeof runs[0]; i++) {
     run_sh(&r, "/usr/bin/python3 tests/schema_check.py schemas/bench.schema.json %s && /usr/bin/python3 tests/bench_check.py %s && "
                "/usr/bin/python3 -c \"import json, sys; b = json.load(open('%s')); m = json.load(open('fixtures/bench/matrix.json')); "
