@@ -110,9 +110,9 @@ static void captured_cluster_plans_were_launched_as_clusters(void **s) {
  * instances; bench-1 and -3 with each case's noise and the device, for `dkb compare`; bench-5, the kernels
  * before the epilogue change of 46e8581, and bench-4, those kernels on another instance; bench-6, the kernels
  * before the store-kind passes, 80 KiB per CTA and Q loaded first; bench-7, the kernels of bench/ on another
- * instance): each schema-valid,
- * a run of the committed matrix, and every figure and verdict recomputes from its medians and byte counts
- * (tests/bench_check.py); a copy with one median, verdict, excess (or a missing one) or floor changed does not. */
+ * instance): each schema-valid, a run of the committed matrix, and every figure and verdict recomputes from
+ * its medians and byte counts (tests/bench_check.py); a copy with one median, verdict, excess (or a missing
+ * one) or floor changed does not. */
 static void captured_bench_recomputes_from_its_medians(void **s) {
   (void)s;
   struct run_result r;
