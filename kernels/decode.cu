@@ -8,8 +8,7 @@
 //       per request. Empty items and items past a request's keys write the empty identity.
 //   decode_split_kv_producer_mma<T, D_PAD>  the same contract on tensor cores (mma.sync) for fp16/bf16,
 //       d <= 128 and up to 16 query rows per K/V head; two stages, two CTAs per SM; whole tiles of NHD
-//       caches arrive as TMA boxes on an mbarrier (KvMaps), the rest by cp.async; in an item's first tiles
-//       of an unpaged cache the tile after the next is prefetched to L2 (kRampTiles).
+//       caches arrive as TMA boxes on an mbarrier (KvMaps), the rest by cp.async.
 //   decode_split_kv_fused_mma<T, D_PAD>  that producer whose last CTA per (request, K/V head) also merges
 //       the group's slots (fused combine, 0x03C): one launch when the plan has few slots per request; with
 //       2 slots in every request, launched as one thread-block cluster per group that merges in
@@ -47,16 +46,6 @@ enum { T_SKIP, T_FULL, T_PARTIAL };
 namespace {
 
 constexpr int kStages = 3;
-// Tiles of an item's start whose next tile is prefetched to L2 (TilePipe::issue_next). H200, same machine,
-// three rounds, against none: contiguous B1 T131072 24.3-25.1 -> 22.7-23.0 us, T32768 38.1-38.7 -> 36.0-36.2,
-// B4 graph 23.7-24.2 -> 21.8-22.0, B16 123.9-124.1 -> 123.1-123.4. Prefetching every tile made the
-// streaming calls slower (B16 124 -> 141-142 us, ragged 304 -> 376), 4 tiles gained less (T32768 37.0);
-// a cache hint of normal, not evict-first, changed nothing. Shuffled 16-key pages (16 boxes per tile)
-// lost with any prefetch: TMA, 8 tiles: B16 paged 125.3-125.7 -> 129.9-130.2, T32768 paged 38.4-39.2 ->
-// 42.3-42.7, ragged 303-305 -> 322; a prefetch.global.L2 line per thread, 8 tiles: +2.0, +1.0 and
-// +9.5 us. Within blocks of 8 shuffled pages (256 KiB of K) the call is as fast as with pages in order
-// (126.1 vs 126.0 us), within blocks of 64 it loses 1.3 of the 2.5 us a full shuffle costs.
-constexpr int kRampTiles = 8;
 constexpr int kPageSmem = 1024;  // page ids of an item kept in shared memory (4 KiB); more: read per copy
 constexpr float kLog2e = 1.4426950408889634f;
 constexpr float kLn2 = 0.6931471805599453f;
@@ -154,11 +143,6 @@ __device__ __forceinline__ void tma_box(void *dst, const CUtensorMap *m, int x, 
   asm volatile("cp.async.bulk.tensor.3d.shared::cluster.global.tile.mbarrier::complete_tx::bytes.L2::cache_hint"
                " [%0], [%1, {%2, %3, %4}], [%5], %6;\n" ::"r"(smem_u32(dst)), "l"(m), "r"(x), "r"(h), "r"(row),
                "r"(smem_u32(bar)), "l"(evict_first()) : "memory");
-}
-// L2 prefetch of box (x, h, row) of map m (TilePipe::issue_next: the ramp of an item).
-__device__ __forceinline__ void tma_prefetch(const CUtensorMap *m, int x, int h, int row) {
-  asm volatile("cp.async.bulk.prefetch.tensor.3d.L2.global.tile.L2::cache_hint [%0, {%1, %2, %3}], %4;\n" ::"l"(m), "r"(x),
-               "r"(h), "r"(row), "l"(evict_first()) : "memory");
 }
 constexpr int kTmaTile = 0x100;  // ring_c flag: the stage's tile arrives on its mbarrier
 
@@ -407,14 +391,6 @@ struct TilePipe {
             tma_box(ks + tile_bytes + (hf * NTOK + j) * 128, &maps->v, hf * 64, hh, row, bars + s);
           }
         }
-        // The ramp: while the item's first kRampTiles tiles stream, the tile after this one goes to L2
-        // now and is copied one tile later (three tiles in flight, not two); not for paged caches.
-        if (!paged && t + 1 < lo / NTOK + kRampTiles && (t + 2) * NTOK <= hi)
-#pragma unroll
-          for (int hf = 0; hf < halves; hf++) {
-            tma_prefetch(&maps->k, hf * 64, hh, (int)(row0 + (t + 1) * NTOK));
-            tma_prefetch(&maps->v, hf * 64, hh, (int)(row0 + (t + 1) * NTOK));
-          }
       }
     } else if (t < t_end && fast && t * NTOK >= lo && (t + 1) * NTOK <= hi) {
       unsigned char *vs = ks + tile_bytes;
