@@ -25,15 +25,16 @@ static int worse(int rc, int code) {
 }
 
 /* usage: dkb bench [FIXTURE... | --matrix FILE] [-o DIR] [--graph] [--cold] [--max-time S] [--no-roofline]
- *                  [--require-targets] */
+ *                  [--counters] [--require-targets] */
 int cmd_bench(int argc, char **argv) {
-  enum { O_MATRIX = 256, O_GRAPH, O_COLD, O_TIME, O_NOROOF, O_REQ };
+  enum { O_MATRIX = 256, O_GRAPH, O_COLD, O_TIME, O_NOROOF, O_REQ, O_COUNTERS };
   static const struct option opts[] = {{"matrix", required_argument, NULL, O_MATRIX}, {"output", required_argument, NULL, 'o'},
                                        {"graph", no_argument, NULL, O_GRAPH}, {"cold", no_argument, NULL, O_COLD},
                                        {"max-time", required_argument, NULL, O_TIME}, {"no-roofline", no_argument, NULL, O_NOROOF},
-                                       {"require-targets", no_argument, NULL, O_REQ}, {NULL, 0, NULL, 0}};
+                                       {"require-targets", no_argument, NULL, O_REQ}, {"counters", no_argument, NULL, O_COUNTERS},
+                                       {NULL, 0, NULL, 0}};
   const char *matrix = NULL, *out = "bench-out";
-  int graph = 0, cold = 0, roof = 1, require = 0, c;
+  int graph = 0, cold = 0, roof = 1, require = 0, counters = 0, c;
   double max_time = 2.0;
   while ((c = getopt_long(argc, argv, ":o:", opts, NULL)) != -1) {
     switch (c) {
@@ -43,6 +44,7 @@ int cmd_bench(int argc, char **argv) {
     case O_COLD: cold = 1; break;
     case O_NOROOF: roof = 0; break;
     case O_REQ: require = 1; break;
+    case O_COUNTERS: counters = 1; break;
     case O_TIME: {
       char *end;
       max_time = strtod(optarg, &end);
@@ -98,7 +100,7 @@ int cmd_bench(int argc, char **argv) {
   printf("excess = median - launch floor - (visible K/V + Q + O bytes) / roofline: the cost beyond an empty launch and the read\n");
   printf("%-34s %-15s %5s %6s %4s %7s %10s %6s %7s %6s %8s %6s %7s %5s\n", "case", "layout", "B", "T", "g", "split", "median_us",
          "noise", "TB/s", "frac", "vis_TB/s", "vfrac", "excess", "level");
-  int rc = DKB_OK, timed = 0, clocked = 0, slowed = 0;
+  int rc = DKB_OK, timed = 0, clocked = 0, slowed = 0, counted = 0, l2served = 0;
   for (int i = 0; i < m.n; i++) {
     struct bench_case *bc = &m.cases[i];
     struct decode_call call;
@@ -114,6 +116,7 @@ int cmd_bench(int argc, char **argv) {
     ro.out_dir = bc->bundle_dir;
     ro.timing = t;
     ro.timing_enabled = 1;
+    ro.counters = counters;
     ro.argc = argc;
     ro.argv = argv;
     ro.progress = quiet_progress;
@@ -146,6 +149,10 @@ int cmd_bench(int argc, char **argv) {
     char note[2048];
     const int slow = bench_clock_note(bc, note, sizeof note);
     if (slow) printf("  clocks: %s %s\n", bc->name, note);
+    const int served = !cold && bench_dram_note(bc, note, sizeof note);  /* --cold: the timed calls found L2 flushed */
+    if (served) printf("  dram: %s %s\n", bc->name, note);
+    counted += bc->dram_measured;
+    l2served += served;
     timed += bc->samples > 0;
     clocked += bc->samples > 0 && bc->clocks_reported;
     slowed += slow;
@@ -155,6 +162,12 @@ int cmd_bench(int argc, char **argv) {
   }
   if (timed && clocked < timed) printf("clocks: NVML reported no clocks for %d of %d timed cases\n", timed - clocked, timed);
   if (clocked) printf("clocks: %d of the %d timed cases with NVML clocks ran with a slowdown reason active (before or after)\n", slowed, clocked);
+  if (counters && counted < m.n)
+    printf("dram: no counters for %d of %d cases (a case below level 5 never reached them; else its bundle's "
+           "/measurement/counters_pass says why)\n", m.n - counted, m.n);
+  if (counted && !cold)
+    printf("dram: %d of the %d cases with counters read less than %.2f of their visible K/V from DRAM in a call after the timed "
+           "ones: their bandwidth is partly L2's\n", l2served, counted, BENCH_DRAM_KV_MIN);
   /* auto versus the best forced split count of the same fixture */
   for (int i = 0; i < m.n; i++) {
     const struct bench_case *a = &m.cases[i];
@@ -188,10 +201,11 @@ int cmd_bench(int argc, char **argv) {
                  vc->excess_us);
       else snprintf(need + n, sizeof need - (size_t)n, ")");
     }
-    char note[2048], slow[2056] = "";  /* a verdict on a slowed case says so: its miss may be the machine's */
+    char note[2048], slow[2056] = "", dram[2056] = "";  /* a verdict on a slowed case says so: its miss may be the machine's */
     if (bench_clock_note(vc, note, sizeof note)) snprintf(slow, sizeof slow, " [%s]", note);
-    printf("  %-12s %-34s %s%s%s%s%s\n", bench_verdict_name(v[i].state), vc->name, v[i].what,
-           *got ? ": " : " (no level-6 measurement)", got, need, slow);
+    if (!cold && bench_dram_note(vc, note, sizeof note)) snprintf(dram, sizeof dram, " [%s]", note);  /* a met one may be L2's */
+    printf("  %-12s %-34s %s%s%s%s%s%s\n", bench_verdict_name(v[i].state), vc->name, v[i].what,
+           *got ? ": " : " (no level-6 measurement)", got, need, slow, dram);
     missed += v[i].state == BENCH_MISSED;
     unmeasured += v[i].state == BENCH_NOT_MEASURED;
   }

@@ -75,7 +75,8 @@ static const struct command COMMANDS[] = {
      "or a kernel faulted, 3 on a malformed fixture, 4 when the machine failed a launch (out of device\n"
      "memory, a driver error) or --require-level asks for more than this host can give.\n"},
     {"bench", cmd_bench,
-     "dkb bench [FIXTURE... | --matrix FILE] [-o DIR] [--graph] [--cold] [--max-time S] [--no-roofline] [--require-targets]",
+     "dkb bench [FIXTURE... | --matrix FILE] [-o DIR] [--graph] [--cold] [--max-time S] [--no-roofline] [--counters]\n"
+     "          [--require-targets]",
      "sweep decode calls against the streaming-read roofline",
      "Runs each case (a decode fixture, or every fixture x split variant of a dkb.bench-matrix/v1 file)\n"
      "through the same runner as `dkb run` (each case writes a graded bundle under DIR/cases/), and\n"
@@ -94,6 +95,9 @@ static const struct command COMMANDS[] = {
      "  --cold          flush L2 before every sample\n"
      "  --max-time S    sampling limit per case (default 2)\n"
      "  --no-roofline   skip the roofline measurement\n"
+     "  --counters      each case's CUPTI counters (dkb run --counters): the DRAM bytes a call read after\n"
+     "                  the timed ones, over its visible K/V bytes; below 0.95, L2 served part of the K/V\n"
+     "                  from the calls before it, and the case and its verdicts say so\n"
      "  --require-targets  fail when a target is missed (exit 1) or cannot be measured here (exit 4)\n\n"
      "Exit 0, 1 when a case's output is wrong or its kernel faulted (or, with --require-targets, a target\n"
      "is missed), 3 on a malformed matrix or fixture, 4 when the machine failed a case's launch or\n"

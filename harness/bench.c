@@ -263,6 +263,7 @@ static void verdict(struct bench_verdict *v, int i, int is_pct, double want, dou
 void bench_case_rates(struct bench_case *bc, const struct bench_roofline *r) {
   bc->tbps = bc->visible_tbps = bc->frac = bc->visible_frac = 0;
   bc->excess_us = NAN;
+  bc->dram_kv_ratio = bc->dram_measured && bc->visible_kv_bytes > 0 ? bc->dram_read_bytes / bc->visible_kv_bytes : NAN;
   if (bc->median_us <= 0) return;
   const double s = bc->median_us * 1e-6, visible = bc->visible_kv_bytes + bc->io_bytes - bc->kv_bytes;
   bc->tbps = bc->io_bytes / s / 1e12;
@@ -359,6 +360,28 @@ static int read_clocks(struct jr *r, const json_t *timing, struct bench_case *bc
   return 0;
 }
 
+/* dram__bytes_read.sum of the bundle's counters (/measurement/counters, present when they were measured). */
+static int read_dram(struct jr *r, const json_t *doc, struct bench_case *bc) {
+  static const char *const base = "/measurement/counters";
+  bc->dram_measured = 0;
+  const json_t *cn = jr_resolve(doc, base);
+  if (!cn) return 0;
+  if (!json_is_array(cn)) return jr_fail(r, base, NULL, "must be an array of counters");
+  for (size_t i = 0; i < json_array_size(cn); i++) {
+    char p[DKB_PTR_MAX];
+    jr_ptr_idx(p, base, i);
+    const json_t *c = json_array_get(cn, i);
+    const char *name = NULL;
+    if (!json_is_object(c)) return jr_fail(r, p, NULL, "must be an object");
+    if (jr_str(r, c, p, "name", 1, &name)) return -1;
+    if (strcmp(name, "dram__bytes_read.sum")) continue;
+    if (jr_num(r, c, p, "value", 1, 0, 1e18, &bc->dram_read_bytes)) return -1;
+    bc->dram_measured = 1;
+    return 0;
+  }
+  return 0;
+}
+
 int bench_case_read_bundle(struct bench_case *bc, int timed, struct dkb_err *err) {
   char path[700];
   if (dkb_path_join(path, sizeof path, bc->bundle_dir, "bundle.json"))
@@ -389,6 +412,7 @@ int bench_case_read_bundle(struct bench_case *bc, int timed, struct dkb_err *err
   bc->sm_mhz[0] = bc->sm_mhz[1] = -1;
   bc->clock_reasons = 0;
   if (json_is_object(timing) && read_clocks(&r, timing, bc)) goto done;
+  if (read_dram(&r, doc, bc)) goto done;
   snprintf(bc->call_key, sizeof bc->call_key, "%s", key);
   bc->samples = n;
   bc->rel_stdev = rs;
@@ -396,6 +420,14 @@ int bench_case_read_bundle(struct bench_case *bc, int timed, struct dkb_err *err
 done:
   json_decref(doc);
   return rc;
+}
+
+int bench_dram_note(const struct bench_case *bc, char *out, size_t n) {
+  if (n) out[0] = 0;
+  if (!bc->dram_measured || !(bc->dram_kv_ratio < BENCH_DRAM_KV_MIN)) return 0;  /* NAN: no visible K/V */
+  snprintf(out, n, "a call read %.2f of its visible K/V from DRAM (%.1f of %.1f MB): L2 served the rest, left there by the calls "
+           "before it", bc->dram_kv_ratio, bc->dram_read_bytes / 1e6, bc->visible_kv_bytes / 1e6);
+  return 1;
 }
 
 int bench_clock_note(const struct bench_case *bc, char *out, size_t n) {
@@ -431,6 +463,10 @@ static json_t *case_json(const struct bench_case *bc) {
   json_object_set_new(c, "call_key_sha256", bc->call_key[0] ? json_string(bc->call_key) : json_null());
   json_object_set_new(c, "graph", json_boolean(bc->graph));
   json_object_set_new(c, "excess_us", isfinite(bc->excess_us) ? json_real(bc->excess_us) : json_null());
+  if (bc->dram_measured) {  /* --counters */
+    json_object_set_new(c, "dram_read_bytes", json_real(bc->dram_read_bytes));
+    json_object_set_new(c, "dram_kv_ratio", isfinite(bc->dram_kv_ratio) ? json_real(bc->dram_kv_ratio) : json_null());
+  }
   json_t *clk = json_null();
   if (bc->clocks_reported)
     clk = json_pack("{s:o,s:o,s:o,s:b}", "sm_mhz_before", bc->sm_mhz[0] >= 0 ? json_integer(bc->sm_mhz[0]) : json_null(),

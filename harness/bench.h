@@ -33,6 +33,12 @@ struct bench_case {
                                      * whether one slows the GPU: harness/nvml.h) */
   double tbps, frac, visible_tbps, visible_frac;
   double excess_us;      /* bench_case_rates; NAN when there is no roofline or floor to subtract */
+  /* --counters: DRAM bytes one call read with L2 as the timed calls leave it (the bundle's
+   * /measurement/counters, dram__bytes_read.sum), and that over the call's visible K/V bytes
+   * (bench_case_rates): below 1, part of the K/V came from L2, left there by the calls before it.
+   * dram_measured 0: not collected. */
+  int dram_measured;
+  double dram_read_bytes, dram_kv_ratio;
   int splits;
   long long tiles[3];
   char bundle_dir[600];
@@ -105,9 +111,17 @@ const char *bench_verdict_name(enum bench_verdict_state s);
 
 /* What a comparison of two runs needs of a case, from its bundle (the record): which call it was
  * (/dispatch/call_key_sha256), when timed its median's spread (/measurement/timing/summary:
- * rel_stdev, samples), and the clocks NVML saw around the timed region (clocks_before, clocks_after:
- * SM clock, event reasons, whether one of them slowed the GPU). */
+ * rel_stdev, samples), the clocks NVML saw around the timed region (clocks_before, clocks_after:
+ * SM clock, event reasons, whether one of them slowed the GPU), and the DRAM bytes a call read when the
+ * bundle holds counters (dram_measured, dram_read_bytes). */
 int bench_case_read_bundle(struct bench_case *bc, int timed, struct dkb_err *err);
+/* Below this dram_kv_ratio a case's K/V was partly served by L2 across calls: its bandwidth is not the
+ * DRAM's, and a decode step, which never finds a layer's K/V still in L2, would be slower. */
+#define BENCH_DRAM_KV_MIN 0.95
+/* For a case whose warm call read less than BENCH_DRAM_KV_MIN of its visible K/V from DRAM: "a call
+ * read 0.73 of its visible K/V from DRAM (48.9 of 67.1 MB): L2 served the rest, left there by the
+ * calls before it" in out, and 1; 0 (out empty) otherwise. */
+int bench_dram_note(const struct bench_case *bc, char *out, size_t n);
 /* For a case that ran slowed (a reason of dkb_nvml_reasons_slow): "ran slowed (sw_power_cap; SM clock
  * 1980 MHz before, 1755 after): its median is not the kernel's alone" in out, and 1; 0 (out empty) otherwise. */
 int bench_clock_note(const struct bench_case *bc, char *out, size_t n);

@@ -33,6 +33,12 @@ def main():
         clk = c.get("clocks")  # absent in runs before it was recorded, null when NVML reported none
         if clk is not None and clk["slowed"] != any(r in SLOWS for r in clk["event_reasons"]):
             bad.append(f"{c['name']}: clocks.slowed is {clk['slowed']} with event reasons {clk['event_reasons']}")
+        if ("dram_read_bytes" in c) != ("dram_kv_ratio" in c):
+            bad.append(f"{c['name']}: dram_read_bytes and dram_kv_ratio come together (--counters)")
+        elif "dram_read_bytes" in c:
+            want = c["dram_read_bytes"] / c["visible_kv_bytes"] if c["visible_kv_bytes"] > 0 else None
+            if (want is None) != (c["dram_kv_ratio"] is None) or (want is not None and not close(c["dram_kv_ratio"], want)):
+                bad.append(f"{c['name']}: dram_kv_ratio {c['dram_kv_ratio']} is not dram_read_bytes / visible_kv_bytes = {want}")
         if not (c["ran"] and c["median_us"] > 0):
             continue
         s = c["median_us"] * 1e-6

@@ -347,6 +347,70 @@ static void bench_reads_a_cases_clocks_and_flags_a_slowdown(void **s) {
   }
 }
 
+/* bench --counters: a case's DRAM bytes come from its bundle's counters (dram__bytes_read.sum), the
+ * ratio over its visible K/V bytes from bench_case_rates, and a ratio below 0.95 is called L2's; a
+ * bundle without counters leaves them unmeasured; a malformed counter is an error at its pointer. */
+static void bench_reads_a_calls_dram_bytes_and_flags_k_v_served_by_l2(void **s) {
+  (void)s;
+  struct bench_case bc;
+  memset(&bc, 0, sizeof bc);
+  snprintf(bc.bundle_dir, sizeof bc.bundle_dir, "%s/dram", tmp_dir());
+  struct dkb_err e;
+  dkb_err_clear(&e);
+  struct bench_roofline r;
+  memset(&r, 0, sizeof r);
+  char note[300];
+  static const char *const counters =
+      "\"measurement\": {\"timing\": {}, \"counters\": [{\"name\": \"dram__bytes_write.sum\", \"value\": 1047040.0}, "
+      "{\"name\": \"dram__bytes_read.sum\", \"value\": %s}]}";
+  struct { const char *value; double ratio; int flagged; } cases[] = {
+      {"48904448.0", 48904448.0 / 67108864.0, 1},  /* B1 T131072 with a7eaad2's prefetch: 18 MB came from L2 */
+      {"67079168.0", 67079168.0 / 67108864.0, 0},  /* ad0ff3f: all of it from DRAM */
+  };
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+    char body[400];
+    snprintf(body, sizeof body, counters, cases[i].value);
+    struct run_result rr;
+    run_sh(&rr, "mkdir -p %s && printf '%%s' '{\"dispatch\": {\"call_key_sha256\": \"%s\"}, %s}' > %s/bundle.json", bc.bundle_dir,
+           KEY64, body, bc.bundle_dir);
+    assert_int_equal(rr.rc, 0);
+    run_result_release(&rr);
+    assert_int_equal(bench_case_read_bundle(&bc, 0, &e), 0);
+    assert_true(bc.dram_measured);
+    bc.visible_kv_bytes = 67108864.0;
+    bench_case_rates(&bc, &r);
+    assert_near(bc.dram_kv_ratio, cases[i].ratio, 1e-12);
+    assert_int_equal(bench_dram_note(&bc, note, sizeof note), cases[i].flagged);
+    if (cases[i].flagged)
+      assert_string_equal(note, "a call read 0.73 of its visible K/V from DRAM (48.9 of 67.1 MB): L2 served the rest, left there by the "
+                                "calls before it");
+    else assert_string_equal(note, "");
+  }
+  /* no counters: nothing measured, nothing flagged */
+  clock_bundle(bc.bundle_dir, "\"clocks_before\": {\"not_reported\": \"no NVML\"}");
+  assert_int_equal(bench_case_read_bundle(&bc, 1, &e), 0);
+  assert_false(bc.dram_measured);
+  bench_case_rates(&bc, &r);
+  assert_int_equal(bench_dram_note(&bc, note, sizeof note), 0);
+  static const struct { const char *measurement, *pointer; } bad[] = {
+      {"{\"counters\": {}}", "/measurement/counters"},
+      {"{\"counters\": [7]}", "/measurement/counters/0"},
+      {"{\"counters\": [{\"value\": 1}]}", "/measurement/counters/0"},
+      {"{\"counters\": [{\"name\": \"dram__bytes_read.sum\", \"value\": -1}]}", "/measurement/counters/0/value"},
+      {"{\"counters\": [{\"name\": \"dram__bytes_read.sum\"}]}", "/measurement/counters/0"},
+  };
+  for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+    struct run_result rr;
+    run_sh(&rr, "printf '%%s' '{\"dispatch\": {\"call_key_sha256\": \"%s\"}, \"measurement\": %s}' > %s/bundle.json", KEY64,
+           bad[i].measurement, bc.bundle_dir);
+    run_result_release(&rr);
+    dkb_err_clear(&e);
+    assert_int_equal(bench_case_read_bundle(&bc, 0, &e), -1);
+    assert_int_equal(e.code, DKB_INPUT);
+    assert_string_equal(e.pointer, bad[i].pointer);
+  }
+}
+
 /* --json: the same verdicts as the table, in a report valid against schemas/compare-report.schema.json. */
 static void compare_json_report_is_schema_valid(void **s) {
   (void)s;
@@ -390,4 +454,5 @@ DKB_TEST_GROUP(compare, cmocka_unit_test(compare_of_a_fresh_bench_run_with_itsel
                cmocka_unit_test(compare_judges_level_6_cases_of_the_same_call), cmocka_unit_test(compare_names_the_devices),
                cmocka_unit_test(compare_rejects_bad_input_with_its_pointer),
                cmocka_unit_test(bench_reads_a_cases_call_key_and_spread_from_its_bundle),
-               cmocka_unit_test(bench_reads_a_cases_clocks_and_flags_a_slowdown))
+               cmocka_unit_test(bench_reads_a_cases_clocks_and_flags_a_slowdown),
+               cmocka_unit_test(bench_reads_a_calls_dram_bytes_and_flags_k_v_served_by_l2))

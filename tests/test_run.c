@@ -384,6 +384,29 @@ static void bench_writes_table_csv_json_and_svg(void **s) {
   run_result_release(&r);
 }
 
+/* bench --counters: with a GPU every case carries the DRAM bytes of a call and their ratio to its visible
+ * K/V (bench_check.py recomputes it); without one no case has them, and the table says so. */
+static void bench_counters_give_each_case_its_dram_bytes_or_say_why_not(void **s) {
+  (void)s;
+  struct run_result r;
+  run_sh(&r, "build/dkb bench fixtures/decode/dk128-dv64.json --counters --no-roofline -o %s/benchc 2>/dev/null && "
+             "/usr/bin/python3 tests/schema_check.py schemas/bench.schema.json %s/benchc/bench.json && "
+             "/usr/bin/python3 tests/bench_check.py %s/benchc/bench.json && "
+             "/usr/bin/python3 -c 'import json, sys; c = json.load(open(sys.argv[1]))[\"cases\"][0]; "
+             "print(\"dram_read_bytes\" in c, c.get(\"dram_kv_ratio\", -1) is not None)' %s/benchc/bench.json",
+         tmp_dir(), tmp_dir(), tmp_dir(), tmp_dir());
+  if (r.rc) fail_msg("%s%s", r.out, r.err);
+  char why[256];
+  if (have_gpu(why, sizeof why)) {
+    assert_non_null(strstr(r.out, "True True\n"));
+    assert_null(strstr(r.out, "dram: no counters"));
+  } else {
+    assert_non_null(strstr(r.out, "dram: no counters for 1 of 1 cases (a case below level 5 never reached them"));
+    assert_non_null(strstr(r.out, "False True\n"));
+  }
+  run_result_release(&r);
+}
+
 /* A bench case as bench_judge sees it after a run. */
 static void measured(struct bench_case *c, const char *name, const char *fixture, int forced, double median_us, double frac,
                      double vfrac, int level) {
@@ -924,7 +947,7 @@ DKB_TEST_GROUP(run, cmocka_unit_test(decode_fixtures_are_schema_valid_and_load),
                cmocka_unit_test(plan_items_cover_visible_keys_exactly), cmocka_unit_test(auto_split_minimizes_the_lpt_makespan),
                cmocka_unit_test(cluster_plans_keep_each_requests_items_together_in_slot_order),
                cmocka_unit_test(run_without_gpu_stops_at_level_2_with_reason),
-               cmocka_unit_test(dumps_recompute_in_numpy_to_1e12), cmocka_unit_test(bench_writes_table_csv_json_and_svg),
+               cmocka_unit_test(dumps_recompute_in_numpy_to_1e12), cmocka_unit_test(bench_writes_table_csv_json_and_svg), cmocka_unit_test(bench_counters_give_each_case_its_dram_bytes_or_say_why_not),
                cmocka_unit_test(bench_targets_judge_level_6_results_only), cmocka_unit_test(bench_targets_errors_and_require_targets),
                cmocka_unit_test(bench_chart_plots_masked_calls_at_their_visible_fraction),
                cmocka_unit_test(bench_excess_is_the_median_beyond_the_floor_and_the_read_at_the_roofline),
