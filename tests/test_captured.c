@@ -141,6 +141,29 @@ static void captured_bench_recomputes_from_its_medians(void **s) {
   }
 }
 
-DKB_TEST_GROUP(captured, cmocka_unit_test(captured_bench_recomputes_from_its_medians), cmocka_unit_test(captured_bundles_validate_at_level_6), cmocka_unit_test(mutated_captured_bundles_fail),
+/* A run of the quick matrix with --counters on the H200 (fixtures/captured/bench-counters/, commit c7faea7):
+ * schema-valid, every case with the DRAM bytes of a call and their ratio to its visible K/V, which
+ * recomputes (tests/bench_check.py); only the 4096-key window read less than 0.95 of it from DRAM (its
+ * 16.8 MB stay in L2 between calls); a copy with one ratio changed does not recompute. */
+static void captured_counters_run_recomputes_its_dram_ratios(void **s) {
+  (void)s;
+  struct run_result r;
+  static const char *const run = "fixtures/captured/bench-counters/bench.json";
+  run_sh(&r, "/usr/bin/python3 tests/schema_check.py schemas/bench.schema.json %s > /dev/null && /usr/bin/python3 tests/bench_check.py %s "
+             "> /dev/null && /usr/bin/python3 -c \"import json, sys; b = json.load(open('%s')); "
+             "m = json.load(open('fixtures/bench/quick.json')); assert b['matrix'] == m['name']; "
+             "print(*[c['name'] for c in b['cases'] if c['dram_kv_ratio'] < 0.95])\"",
+         run, run, run);
+  if (r.rc != 0) fail_msg("%s: exit %d\n%s%s", run, r.rc, r.out, r.err);
+  assert_string_equal(r.out, "b1-t32768-window4096\n");
+  run_result_release(&r);
+  run_sh(&r, "/usr/bin/python3 -c \"import json; b = json.load(open('%s')); b['cases'][5]['dram_kv_ratio'] *= 0.9; "
+             "json.dump(b, open('%s/bench.json', 'w'))\" && /usr/bin/python3 tests/bench_check.py %s/bench.json",
+         run, tmp_dir(), tmp_dir());
+  if (r.rc != 1) fail_msg("a changed ratio: exit %d, want 1\n%s%s", r.rc, r.out, r.err);
+  run_result_release(&r);
+}
+
+DKB_TEST_GROUP(captured, cmocka_unit_test(captured_bench_recomputes_from_its_medians), cmocka_unit_test(captured_counters_run_recomputes_its_dram_ratios), cmocka_unit_test(captured_bundles_validate_at_level_6), cmocka_unit_test(mutated_captured_bundles_fail),
                cmocka_unit_test(captured_cluster_plans_were_launched_as_clusters),
                cmocka_unit_test(a_launch_failed_after_a_passed_check_stands_at_level_5))
