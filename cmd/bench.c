@@ -64,6 +64,7 @@ int cmd_bench(int argc, char **argv) {
   if (matrix ? bench_matrix_load(matrix, &m, &err) : bench_matrix_from_fixtures(argv + optind, argc - optind, &m, &err))
     return cmd_report_err(&err);
   if (dkb_mkdirs(out, &err)) { bench_matrix_release(&m); return cmd_report_err(&err); }
+  m.cold = cold;
 
   struct dkb_device_info dev;
   struct dkb_err derr;
@@ -149,8 +150,8 @@ int cmd_bench(int argc, char **argv) {
     char note[2048];
     const int slow = bench_clock_note(bc, note, sizeof note);
     if (slow) printf("  clocks: %s %s\n", bc->name, note);
-    const int served = !cold && bench_dram_note(bc, note, sizeof note);  /* --cold: the timed calls found L2 flushed */
-    if (served) printf("  dram: %s %s\n", bc->name, note);
+    const int served = bench_l2_served(&m, bc);  /* --cold: the timed calls found L2 flushed */
+    if (served && bench_dram_note(bc, note, sizeof note)) printf("  dram: %s %s\n", bc->name, note);
     counted += bc->dram_measured;
     l2served += served;
     timed += bc->samples > 0;
@@ -167,7 +168,7 @@ int cmd_bench(int argc, char **argv) {
            "/measurement/counters_pass says why)\n", m.n - counted, m.n);
   if (counted && !cold)
     printf("dram: %d of the %d cases with counters read less than %.2f of their visible K/V from DRAM in a call after the timed "
-           "ones: their bandwidth is partly L2's\n", l2served, counted, BENCH_DRAM_KV_MIN);
+           "ones: their bandwidth is partly L2's, and their fraction targets are not measured\n", l2served, counted, BENCH_DRAM_KV_MIN);
   /* auto versus the best forced split count of the same fixture */
   for (int i = 0; i < m.n; i++) {
     const struct bench_case *a = &m.cases[i];
@@ -203,9 +204,9 @@ int cmd_bench(int argc, char **argv) {
     }
     char note[2048], slow[2056] = "", dram[2056] = "";  /* a verdict on a slowed case says so: its miss may be the machine's */
     if (bench_clock_note(vc, note, sizeof note)) snprintf(slow, sizeof slow, " [%s]", note);
-    if (!cold && bench_dram_note(vc, note, sizeof note)) snprintf(dram, sizeof dram, " [%s]", note);  /* a met one may be L2's */
+    if (bench_l2_served(&m, vc) && bench_dram_note(vc, note, sizeof note)) snprintf(dram, sizeof dram, " [%s]", note);
     printf("  %-12s %-34s %s%s%s%s%s%s\n", bench_verdict_name(v[i].state), vc->name, v[i].what,
-           *got ? ": " : " (no level-6 measurement)", got, need, slow, dram);
+           *got ? ": " : v[i].l2_served ? " (not a DRAM figure)" : " (no level-6 measurement)", got, need, slow, dram);
     missed += v[i].state == BENCH_MISSED;
     unmeasured += v[i].state == BENCH_NOT_MEASURED;
   }

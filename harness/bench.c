@@ -292,21 +292,26 @@ int bench_best_forced(const struct bench_matrix *m, int i, int *forced, int *all
   return best;
 }
 
+int bench_l2_served(const struct bench_matrix *m, const struct bench_case *bc) {
+  return !m->cold && bc->dram_measured && bc->dram_kv_ratio < BENCH_DRAM_KV_MIN;
+}
+
 int bench_judge(const struct bench_matrix *m, const struct bench_roofline *r, struct bench_verdict *v, int cap) {
   int n = 0;
   for (int i = 0; i < m->n && n < cap; i++) {
     const struct bench_case *bc = &m->cases[i];
-    const int ok = measured6(bc);
+    const int ok = measured6(bc), l2 = bench_l2_served(m, bc);
     if (bc->want_frac > 0 && n < cap) {
-      verdict(&v[n], i, 0, bc->want_frac, bc->frac, ok && r->measured, bc->frac >= bc->want_frac, "roofline_fraction >= %.2f", bc->want_frac);
+      verdict(&v[n], i, 0, bc->want_frac, bc->frac, ok && r->measured && !l2, bc->frac >= bc->want_frac, "roofline_fraction >= %.2f",
+              bc->want_frac);
       if (v[n].state == BENCH_MISSED) v[n].need_us = bc->median_us * bc->frac / bc->want_frac;  /* the fraction is bytes / time */
-      n++;
+      v[n++].l2_served = ok && r->measured && l2;
     }
     if (bc->want_visible_frac > 0 && n < cap) {
-      verdict(&v[n], i, 0, bc->want_visible_frac, bc->visible_frac, ok && r->measured, bc->visible_frac >= bc->want_visible_frac,
+      verdict(&v[n], i, 0, bc->want_visible_frac, bc->visible_frac, ok && r->measured && !l2, bc->visible_frac >= bc->want_visible_frac,
               "visible_roofline_fraction >= %.2f", bc->want_visible_frac);
       if (v[n].state == BENCH_MISSED) v[n].need_us = bc->median_us * bc->visible_frac / bc->want_visible_frac;
-      n++;
+      v[n++].l2_served = ok && r->measured && l2;
     }
     if (bc->within_ref >= 0 && n < cap) {
       const struct bench_case *ref = &m->cases[bc->within_ref];
@@ -548,6 +553,7 @@ int bench_write(const char *dir, const struct bench_matrix *m, const struct benc
                                              "want", v[i].want, "got", isfinite(v[i].got) ? json_real(v[i].got) : json_null(),
                                              "verdict", bench_verdict_name(v[i].state)));
   json_object_set_new(doc, "targets", targets);
+  json_object_set_new(doc, "cold", json_boolean(m->cold));  /* whether counters' DRAM ratios bear on the timed calls */
   if (dev) json_object_set_new(doc, "device", dkb_device_json(dev));
   const struct bench_floor *fp = &r->floor[0], *fg = &r->floor[1];
   json_object_set_new(doc, "launch_floor",

@@ -50,6 +50,7 @@ struct bench_case {
 
 struct bench_matrix {
   char name[128];
+  int cold;                   /* the run's timed calls started from a flushed L2 (--cold) */
   long long roofline_bytes;   /* bytes the roofline kernel streams (>= 4 GiB) */
   double auto_within_pct;     /* each auto case within this % of its fixture's best forced split; 0 = none */
   struct bench_case *cases;
@@ -64,6 +65,7 @@ struct bench_verdict {
   double want, got;   /* got: the fraction, or the % difference; NAN when not measured */
   int is_pct;         /* want and got are % differences of medians, not fractions */
   double need_us;     /* a missed fraction floor: the median that would meet it (median x got / want); else NAN */
+  int l2_served;      /* a fraction floor not measured because L2 served part of the case's K/V (bench_l2_served) */
   enum bench_verdict_state state;
 };
 
@@ -103,7 +105,12 @@ void bench_case_rates(struct bench_case *bc, const struct bench_roofline *r);
 /* The fastest forced-split case (a median exists) of case i's fixture, or -1; *forced counts the
  * fixture's forced cases and *all_level6 says whether each of them is a level-6 measurement. */
 int bench_best_forced(const struct bench_matrix *m, int i, int *forced, int *all_level6);
-/* Judges every target of the matrix on its results: fraction floors need a measured case and roofline;
+/* Whether a case's timed calls found part of their K/V in L2, left there by the calls before them: its
+ * counters say a call read less than BENCH_DRAM_KV_MIN of its visible K/V from DRAM, and L2 was not
+ * flushed before each sample. Its bandwidth is then not the DRAM's. */
+int bench_l2_served(const struct bench_matrix *m, const struct bench_case *bc);
+/* Judges every target of the matrix on its results: fraction floors need a measured case and roofline
+ * (and, for a case with counters, K/V that came from DRAM: not bench_l2_served);
  * "within" compares medians ((case / reference - 1) * 100 <= pct); auto_within_pct compares each auto
  * case with the fastest forced split of the same fixture. Returns the count (<= cap). */
 int bench_judge(const struct bench_matrix *m, const struct bench_roofline *r, struct bench_verdict *v, int cap);

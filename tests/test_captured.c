@@ -144,7 +144,8 @@ static void captured_bench_recomputes_from_its_medians(void **s) {
 /* A run of the quick matrix with --counters on the H200 (fixtures/captured/bench-counters/, commit c7faea7):
  * schema-valid, every case with the DRAM bytes of a call and their ratio to its visible K/V, which
  * recomputes (tests/bench_check.py); only the 4096-key window read less than 0.95 of it from DRAM (its
- * 16.8 MB stay in L2 between calls); a copy with one ratio changed does not recompute. */
+ * 16.8 MB stay in L2 between calls); a copy with one ratio changed does not recompute, nor one that
+ * calls a fraction target on the window's figure met in a run that did not flush L2. */
 static void captured_counters_run_recomputes_its_dram_ratios(void **s) {
   (void)s;
   struct run_result r;
@@ -162,6 +163,19 @@ static void captured_counters_run_recomputes_its_dram_ratios(void **s) {
          run, tmp_dir(), tmp_dir());
   if (r.rc != 1) fail_msg("a changed ratio: exit %d, want 1\n%s%s", r.rc, r.out, r.err);
   run_result_release(&r);
+  /* a fraction target on the window's L2-served figure: not measured unless the run was --cold */
+  static const struct { const char *edit; int rc; } t[] = {
+      {"b['targets'] = [dict(case=c['name'], target='visible_roofline_fraction >= 0.20', want=0.2, got=c['visible_roofline_fraction'], verdict='met')]", 1},
+      {"b['targets'] = [dict(case=c['name'], target='visible_roofline_fraction >= 0.20', want=0.2, got=None, verdict='not_measured')]", 0},
+      {"b['cold'] = True; b['targets'] = [dict(case=c['name'], target='visible_roofline_fraction >= 0.20', want=0.2, got=c['visible_roofline_fraction'], verdict='met')]", 0},
+  };
+  for (size_t i = 0; i < sizeof t / sizeof t[0]; i++) {
+    run_sh(&r, "/usr/bin/python3 -c \"import json; b = json.load(open('%s')); c = b['cases'][9]; assert c['name'] == 'b1-t32768-window4096'; %s; "
+               "json.dump(b, open('%s/bench.json', 'w'))\" && /usr/bin/python3 tests/bench_check.py %s/bench.json",
+           run, t[i].edit, tmp_dir(), tmp_dir());
+    if (r.rc != t[i].rc) fail_msg("%s: exit %d, want %d\n%s%s", t[i].edit, r.rc, t[i].rc, r.out, r.err);
+    run_result_release(&r);
+  }
 }
 
 DKB_TEST_GROUP(captured, cmocka_unit_test(captured_bench_recomputes_from_its_medians), cmocka_unit_test(captured_counters_run_recomputes_its_dram_ratios), cmocka_unit_test(captured_bundles_validate_at_level_6), cmocka_unit_test(mutated_captured_bundles_fail),

@@ -466,6 +466,43 @@ static void bench_targets_judge_level_6_results_only(void **s) {
   assert_int_equal(v[2].state, BENCH_MISSED);    /* medians need no roofline */
 }
 
+/* With counters, a fraction floor is a DRAM claim: a case whose call read less than 0.95 of its visible
+ * K/V from DRAM (L2 kept the rest from the calls before) has its fraction targets not measured, unless
+ * the timing flushed L2 before every sample (--cold); a case without counters is judged as before. */
+static void bench_fraction_targets_need_k_v_from_dram_when_counters_say_so(void **s) {
+  (void)s;
+  struct bench_case c[1];
+  measured(&c[0], "t131072", "t.json", 0, 22.56, 0.656, 0.656, 6);
+  c[0].want_frac = 0.60;
+  c[0].dram_measured = 1;
+  c[0].dram_read_bytes = 49.8e6;
+  c[0].dram_kv_ratio = 49.8 / 67.1;
+  struct bench_matrix m = {.name = "t", .cases = c, .n = 1};
+  struct bench_roofline r = {.measured = 1, .tbps = 4.5};
+  struct bench_verdict v[4];
+  assert_int_equal(bench_judge(&m, &r, v, 4), 1);
+  assert_int_equal(v[0].state, BENCH_NOT_MEASURED);
+  assert_true(v[0].l2_served);
+  assert_true(isnan(v[0].got));
+  m.cold = 1;  /* the timed calls found L2 flushed: the ratio says nothing of them */
+  bench_judge(&m, &r, v, 4);
+  assert_int_equal(v[0].state, BENCH_MET);
+  assert_false(v[0].l2_served);
+  m.cold = 0;
+  c[0].dram_kv_ratio = 0.999;
+  bench_judge(&m, &r, v, 4);
+  assert_int_equal(v[0].state, BENCH_MET);
+  c[0].dram_measured = 0;  /* no counters: nothing to doubt */
+  c[0].dram_kv_ratio = 0.5;
+  bench_judge(&m, &r, v, 4);
+  assert_int_equal(v[0].state, BENCH_MET);
+  c[0].level = 5;  /* not a measurement at all: not for L2's sake */
+  c[0].dram_measured = 1;
+  bench_judge(&m, &r, v, 4);
+  assert_int_equal(v[0].state, BENCH_NOT_MEASURED);
+  assert_false(v[0].l2_served);
+}
+
 /* A level-6 case of B1 T131072's size (67 MB of K/V, 2048 tiles) as bench_judge sees it after a run. */
 static void t131072_case(struct bench_case *c, const char *name, double median_us) {
   measured(c, name, "a.json", 0, median_us, 0, 0, 6);
@@ -949,7 +986,8 @@ DKB_TEST_GROUP(run, cmocka_unit_test(decode_fixtures_are_schema_valid_and_load),
                cmocka_unit_test(cluster_plans_keep_each_requests_items_together_in_slot_order),
                cmocka_unit_test(run_without_gpu_stops_at_level_2_with_reason),
                cmocka_unit_test(dumps_recompute_in_numpy_to_1e12), cmocka_unit_test(bench_writes_table_csv_json_and_svg), cmocka_unit_test(bench_counters_give_each_case_its_dram_bytes_or_say_why_not),
-               cmocka_unit_test(bench_targets_judge_level_6_results_only), cmocka_unit_test(bench_targets_errors_and_require_targets),
+               cmocka_unit_test(bench_targets_judge_level_6_results_only),
+               cmocka_unit_test(bench_fraction_targets_need_k_v_from_dram_when_counters_say_so), cmocka_unit_test(bench_targets_errors_and_require_targets),
                cmocka_unit_test(bench_chart_plots_masked_calls_at_their_visible_fraction),
                cmocka_unit_test(bench_excess_is_the_median_beyond_the_floor_and_the_read_at_the_roofline),
                cmocka_unit_test(bench_json_and_csv_carry_a_slowed_cases_clocks),
