@@ -2,9 +2,9 @@
 # The GPU check of the kernels and the capture path, for a machine with an NVIDIA GPU and a built dkb:
 # preflight, the SASS check of the async copies (tools/sass-check.py), the capture module's GPU tests,
 # every decode fixture through `dkb run` (correctness against the float64 oracle, a short timing pass),
-# compute-sanitizer memcheck and racecheck on small cases, and optionally the bench matrix (compared with
-# the committed run fixtures/captured/bench-3) and DESIGN.md's budgets (tools/budgets.py). Everything
-# lands in $OUT (default /tmp/dkb-gpu): summary.txt plus one tarball of the bundles and logs.
+# compute-sanitizer memcheck and racecheck on small cases, and optionally the bench matrix with --counters
+# (compared with the committed run fixtures/captured/bench-3) and DESIGN.md's budgets (tools/budgets.py).
+# Everything lands in $OUT (default /tmp/dkb-gpu): summary.txt plus one tarball of the bundles and logs.
 # --asan DIR runs the host code of the GPU path under AddressSanitizer and UndefinedBehaviorSanitizer:
 # DIR is `make build-asan/carry` (the ASan build's dkb and dkb_tests with the two sanitizer runtimes,
 # which a GPU machine does not have).
@@ -98,7 +98,8 @@ if [ "$BUDGETS" = 1 ]; then
 fi
 if [ "$BENCH" = 1 ]; then
   echo "== bench matrix" >> "$S"
-  build/dkb bench --matrix fixtures/bench/matrix.json -o "$W/bench" ${BENCH_ARGS:-} > "$W/bench.log" 2>&1
+  # --counters: each case's DRAM bytes, so a figure L2 served across calls is not judged as the DRAM's
+  build/dkb bench --matrix fixtures/bench/matrix.json --counters -o "$W/bench" ${BENCH_ARGS:-} > "$W/bench.log" 2>&1
   echo "bench rc=$?" >> "$S"
   cat "$W/bench.log" >> "$S"
   # against the committed run that recorded each case's noise (another machine: read its warnings)
