@@ -292,9 +292,11 @@ int bench_best_forced(const struct bench_matrix *m, int i, int *forced, int *all
   return best;
 }
 
-int bench_l2_served(const struct bench_matrix *m, const struct bench_case *bc) {
-  return !m->cold && bc->dram_measured && bc->dram_kv_ratio < BENCH_DRAM_KV_MIN;
-}
+/* The counters say a call read less than BENCH_DRAM_KV_MIN of its visible K/V from DRAM (false for a
+ * NAN ratio: no visible K/V). */
+static int kv_partly_from_l2(const struct bench_case *bc) { return bc->dram_measured && bc->dram_kv_ratio < BENCH_DRAM_KV_MIN; }
+
+int bench_l2_served(const struct bench_matrix *m, const struct bench_case *bc) { return !m->cold && kv_partly_from_l2(bc); }
 
 int bench_judge(const struct bench_matrix *m, const struct bench_roofline *r, struct bench_verdict *v, int cap) {
   int n = 0;
@@ -429,7 +431,7 @@ done:
 
 int bench_dram_note(const struct bench_case *bc, char *out, size_t n) {
   if (n) out[0] = 0;
-  if (!bc->dram_measured || !(bc->dram_kv_ratio < BENCH_DRAM_KV_MIN)) return 0;  /* NAN: no visible K/V */
+  if (!kv_partly_from_l2(bc)) return 0;
   snprintf(out, n, "a call read %.2f of its visible K/V from DRAM (%.1f of %.1f MB): L2 served the rest, left there by the calls "
            "before it", bc->dram_kv_ratio, bc->dram_read_bytes / 1e6, bc->visible_kv_bytes / 1e6);
   return 1;

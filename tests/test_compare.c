@@ -265,15 +265,21 @@ static void bench_reads_a_cases_call_key_and_spread_from_its_bundle(void **s) {
   assert_string_equal(e.pointer, "/dispatch");
 }
 
-/* Writes a bundle whose /measurement/timing holds a summary and `clocks` (its clocks_before and
- * clocks_after members) for bench_case_read_bundle. */
-static void clock_bundle(const char *dir, const char *clocks) {
+/* Writes dir/bundle.json with a call key and `measurement` (a JSON object) for bench_case_read_bundle. */
+static void measurement_bundle(const char *dir, const char *measurement) {
   struct run_result r;
-  run_sh(&r, "mkdir -p %s && printf '%%s' '{\"dispatch\": {\"call_key_sha256\": \"%s\"}, \"measurement\": {\"timing\": "
-             "{\"summary\": {\"count\": 20, \"rel_stdev\": 0.01}, %s}}}' > %s/bundle.json",
-         dir, KEY64, clocks, dir);
+  run_sh(&r, "mkdir -p %s && printf '%%s' '{\"dispatch\": {\"call_key_sha256\": \"%s\"}, \"measurement\": %s}' > %s/bundle.json",
+         dir, KEY64, measurement, dir);
   assert_int_equal(r.rc, 0);
   run_result_release(&r);
+}
+
+/* A bundle whose /measurement/timing holds a summary and `clocks` (its clocks_before and clocks_after
+ * members). */
+static void clock_bundle(const char *dir, const char *clocks) {
+  char m[1024];
+  snprintf(m, sizeof m, "{\"timing\": {\"summary\": {\"count\": 20, \"rel_stdev\": 0.01}, %s}}", clocks);
+  measurement_bundle(dir, m);
 }
 
 /* bench reads the clocks NVML saw around a case's timed region from its bundle: the SM clock of each
@@ -361,7 +367,7 @@ static void bench_reads_a_calls_dram_bytes_and_flags_k_v_served_by_l2(void **s) 
   memset(&r, 0, sizeof r);
   char note[300];
   static const char *const counters =
-      "\"measurement\": {\"timing\": {}, \"counters\": [{\"name\": \"dram__bytes_write.sum\", \"value\": 1047040.0}, "
+      "{\"timing\": {}, \"counters\": [{\"name\": \"dram__bytes_write.sum\", \"value\": 1047040.0}, "
       "{\"name\": \"dram__bytes_read.sum\", \"value\": %s}]}";
   struct { const char *value; double ratio; int flagged; } cases[] = {
       {"48904448.0", 48904448.0 / 67108864.0, 1},  /* B1 T131072 with a7eaad2's prefetch: 18 MB came from L2 */
@@ -370,11 +376,7 @@ static void bench_reads_a_calls_dram_bytes_and_flags_k_v_served_by_l2(void **s) 
   for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
     char body[400];
     snprintf(body, sizeof body, counters, cases[i].value);
-    struct run_result rr;
-    run_sh(&rr, "mkdir -p %s && printf '%%s' '{\"dispatch\": {\"call_key_sha256\": \"%s\"}, %s}' > %s/bundle.json", bc.bundle_dir,
-           KEY64, body, bc.bundle_dir);
-    assert_int_equal(rr.rc, 0);
-    run_result_release(&rr);
+    measurement_bundle(bc.bundle_dir, body);
     assert_int_equal(bench_case_read_bundle(&bc, 0, &e), 0);
     assert_true(bc.dram_measured);
     bc.visible_kv_bytes = 67108864.0;
@@ -400,10 +402,7 @@ static void bench_reads_a_calls_dram_bytes_and_flags_k_v_served_by_l2(void **s) 
       {"{\"counters\": [{\"name\": \"dram__bytes_read.sum\"}]}", "/measurement/counters/0"},
   };
   for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
-    struct run_result rr;
-    run_sh(&rr, "printf '%%s' '{\"dispatch\": {\"call_key_sha256\": \"%s\"}, \"measurement\": %s}' > %s/bundle.json", KEY64,
-           bad[i].measurement, bc.bundle_dir);
-    run_result_release(&rr);
+    measurement_bundle(bc.bundle_dir, bad[i].measurement);
     dkb_err_clear(&e);
     assert_int_equal(bench_case_read_bundle(&bc, 0, &e), -1);
     assert_int_equal(e.code, DKB_INPUT);
