@@ -39,8 +39,15 @@ static void define_metrics(struct dkb_counters *c) {
   }
 }
 
+void dkb_counters_unavailable(struct dkb_counters *out, const char *range_name, const struct dkb_err *why) {
+  memset(out, 0, sizeof *out);
+  define_metrics(out);
+  snprintf(out->range_name, sizeof out->range_name, "%s", range_name ? range_name : "");
+  if (why) dkb_err_format(why, out->reason, sizeof out->reason);
+}
+
 int dkb_counters_collect(int device, const char *range_name, dkb_launch_fn workload, void *arg, void *stream,
-                         struct dkb_counters *out, struct dkb_err *err) {
+                         dkb_launch_fn before, void *before_arg, struct dkb_counters *out, struct dkb_err *err) {
   int rc = -1, initialized = 0;
   CUpti_RangeProfiler_Object *rp = NULL;
   CUpti_Profiler_Host_Object *host = NULL;
@@ -50,9 +57,7 @@ int dkb_counters_collect(int device, const char *range_name, dkb_launch_fn workl
   enum cudaDriverEntryPointQueryResult q = cudaDriverEntryPointSymbolNotFound;
   double values[DKB_COUNTERS_N] = {0};
 
-  memset(out, 0, sizeof *out);
-  define_metrics(out);
-  snprintf(out->range_name, sizeof out->range_name, "%s", range_name ? range_name : "");
+  dkb_counters_unavailable(out, range_name, NULL);
   /* libnvperf_host crashes (SIGSEGV in NVPW_CUDA_Profiler_DecodeCounters) decoding a user range with a
    * long name: 73 characters did on the H200 (CUDA 13.0, driver 580.159), 11 and 17 did not. */
   if (!range_name || !range_name[0] || strlen(range_name) > DKB_COUNTERS_RANGE_MAX) {
@@ -177,6 +182,10 @@ int dkb_counters_collect(int device, const char *range_name, dkb_launch_fn workl
     if (out->passes == 16) {
       dkb_err_set(err, DKB_INTERNAL, NULL, NULL, "range profiler still wants passes after 16 replays");
       goto cleanup;
+    }
+    if (before) { /* outside the range, and finished before it starts */
+      DKB_CUDA_CHECK(err, before(before_arg, stream));
+      DKB_CUDA_CHECK(err, cudaDeviceSynchronize());
     }
     CUpti_RangeProfiler_Start_Params st = {.structSize = CUpti_RangeProfiler_Start_Params_STRUCT_SIZE};
     st.pRangeProfilerObject = rp;

@@ -40,12 +40,16 @@ struct dkb_counters {
 
 /* Runs workload(arg, stream) once per replay pass inside a CUPTI user range named range_name on
  * `device` and evaluates the three metrics. The workload must be replay-safe (same inputs each
- * pass). Returns 0 with out->available = 1, or -1 with err and out->reason (e.g. no device: the
- * runtime's reason; CUPTI_ERROR_INSUFFICIENT_PRIVILEGES where profiling is restricted); the metric
- * definitions in out->v are filled either way. Never links -lcuda: the context comes from
+ * pass). before (NULL: nothing) runs before each pass, outside the range, and is synchronized: the
+ * cold pass's L2 flush (struct dkb_l2_flush). Returns 0 with out->available = 1, or -1 with err and
+ * out->reason (e.g. no device: the runtime's reason; CUPTI_ERROR_INSUFFICIENT_PRIVILEGES where
+ * profiling is restricted); the metric definitions in out->v are filled either way. Never links -lcuda: the context comes from
  * cudaGetDriverEntryPointByVersion("cuCtxGetCurrent"). */
 int dkb_counters_collect(int device, const char *range_name, dkb_launch_fn workload, void *arg, void *stream,
-                         struct dkb_counters *out, struct dkb_err *err);
+                         dkb_launch_fn before, void *before_arg, struct dkb_counters *out, struct dkb_err *err);
+/* out as a pass that never ran: the metric definitions, no values, why's text as the reason (why NULL:
+ * no reason yet). */
+void dkb_counters_unavailable(struct dkb_counters *out, const char *range_name, const struct dkb_err *why);
 /* {"status": "measured" | "unavailable", "reason"?, "profiler", "replay_mode", "range", "chip",
  *  "passes", "metrics": [{name, unit, value?, numerator, denominator, scope, cupti_description?}]}. */
 json_t *dkb_counters_json(const struct dkb_counters *c);

@@ -126,6 +126,33 @@ void dkb_timing_release(struct dkb_timing *t) {
   memset(t, 0, sizeof *t);
 }
 
+int dkb_l2_flush_init(int device, struct dkb_l2_flush *f, struct dkb_err *err) {
+  int l2 = 0;
+  memset(f, 0, sizeof *f);
+  DKB_CUDA_CHECK(err, cudaSetDevice(device));
+  DKB_CUDA_CHECK(err, cudaDeviceGetAttribute(&l2, cudaDevAttrL2CacheSize, device));
+  /* Twice L2 so no line of the previous sample's data survives the sweep. */
+  const long long bytes = 2LL * (l2 > 0 ? l2 : 1 << 20);
+  DKB_CUDA_CHECK(err, cudaMalloc(&f->buf, (size_t)bytes));
+  f->bytes = bytes;
+  DKB_CUDA_CHECK(err, cudaMemset(f->buf, 0, (size_t)bytes));  /* zero: the read kernel's sink never fires */
+  DKB_CUDA_CHECK(err, cudaDeviceSynchronize());
+  return 0;
+cleanup:
+  dkb_l2_flush_release(f);
+  return -1;
+}
+
+int dkb_l2_flush_launch(void *f, void *stream) {
+  const struct dkb_l2_flush *fl = f;
+  return dkb_l2_flush(fl->buf, (size_t)fl->bytes, stream);
+}
+
+void dkb_l2_flush_release(struct dkb_l2_flush *f) {
+  if (f->buf) cudaFree(f->buf);
+  memset(f, 0, sizeof *f);
+}
+
 int dkb_timing_run(int device, const struct dkb_timing_opts *o, dkb_launch_fn launch, void *arg, void *stream,
                    struct dkb_timing *out, struct dkb_err *err) {
   int rc = -1, capturing = 0;
@@ -133,7 +160,7 @@ int dkb_timing_run(int device, const struct dkb_timing_opts *o, dkb_launch_fn la
   cudaEvent_t start = NULL, stop = NULL;
   cudaGraph_t graph = NULL;
   cudaGraphExec_t exec = NULL;
-  void *flush = NULL;
+  struct dkb_l2_flush flush = {0};
   volatile int *hold = NULL;  /* host-mapped: [0] releases the held stream, [1] says the hold gave up */
   int *hold_dev = NULL;
   struct dkb_stop_rule rule;
@@ -150,11 +177,8 @@ int dkb_timing_run(int device, const struct dkb_timing_opts *o, dkb_launch_fn la
   DKB_CUDA_CHECK(err, cudaEventCreate(&start));
   DKB_CUDA_CHECK(err, cudaEventCreate(&stop));
   if (o->cold) {
-    int l2 = 0;
-    DKB_CUDA_CHECK(err, cudaDeviceGetAttribute(&l2, cudaDevAttrL2CacheSize, device));
-    /* Twice L2 so no line of the previous sample's data survives the sweep. */
-    out->flush_bytes = 2LL * (l2 > 0 ? l2 : 1 << 20);
-    DKB_CUDA_CHECK(err, cudaMalloc(&flush, (size_t)out->flush_bytes));
+    if (dkb_l2_flush_init(device, &flush, err)) goto cleanup;
+    out->flush_bytes = flush.bytes;
   }
   DKB_CUDA_CHECK(err, cudaHostAlloc((void **)&hold, 2 * sizeof(int), cudaHostAllocMapped));
   DKB_CUDA_CHECK(err, cudaHostGetDevicePointer((void **)&hold_dev, (void *)hold, 0));
@@ -175,7 +199,7 @@ int dkb_timing_run(int device, const struct dkb_timing_opts *o, dkb_launch_fn la
 
   double t0 = now_s();
   for (;;) {
-    if (flush) DKB_CUDA_CHECK(err, cudaMemsetAsync(flush, 0, (size_t)out->flush_bytes, s));
+    if (flush.buf) DKB_CUDA_CHECK(err, dkb_l2_flush_launch(&flush, s));
     /* Hold the stream while the events and the call are enqueued (nvbench's blocking kernel): the
      * interval then holds the GPU's work, not the host's launch calls. */
     hold[0] = hold[1] = 0;
@@ -216,7 +240,7 @@ cleanup:
   }
   if (exec) cudaGraphExecDestroy(exec);
   if (graph) cudaGraphDestroy(graph);
-  if (flush) cudaFree(flush);
+  dkb_l2_flush_release(&flush);
   if (hold) cudaFreeHost((void *)hold);
   if (start) cudaEventDestroy(start);
   if (stop) cudaEventDestroy(stop);
@@ -260,6 +284,6 @@ json_t *dkb_timing_json(const struct dkb_timing *t, struct dkb_err *err) {
       "timed_interval",
       o->graph ? "stream held by a spin kernel; cudaEventRecord(start) .. cudaGraphLaunch of one captured call .. cudaEventRecord(stop) enqueued behind it, then released: GPU time only, one stream"
                : "stream held by a spin kernel; cudaEventRecord(start) .. one call's launches .. cudaEventRecord(stop) enqueued behind it, then released: GPU time only, one stream",
-      "synchronization", "cudaEventSynchronize(stop) after every sample; L2 flush (cold) before start, outside the events",
+      "synchronization", "cudaEventSynchronize(stop) after every sample; L2 flush (cold) before start, outside the events: a read of 2x L2 through L2 (clean lines, nothing for the call to write back)",
       "wall_s", t->wall_s);
 }

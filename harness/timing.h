@@ -35,7 +35,7 @@ struct dkb_timing_opts {
   double max_noise;    /* relative stdev target as a fraction: --max-noise PCT gives PCT / 100 */
   double min_time_s;   /* summed sample time before the noise rule may stop the pass */
   double max_time_s;   /* wall-clock limit of the sampling loop (--max-time S) */
-  int cold;            /* flush L2 before each sample: cudaMemsetAsync of >= 2x L2, outside the events */
+  int cold;            /* flush L2 before each sample (struct dkb_l2_flush), outside the events */
   int graph;           /* capture one launch into a CUDA graph and time its replays */
 };
 
@@ -67,6 +67,19 @@ struct dkb_timing {
   long long flush_bytes;       /* L2 flush buffer size (cold), else 0 */
   struct dkb_timing_opts opts; /* what ran */
 };
+
+/* The L2 flush of a cold pass: a buffer of twice the device's L2, zeroed once, read through L2 before
+ * each sample (kernels/roofline.cu, dkb_l2_flush_v1). Read, not written: a memset flush leaves L2 full of
+ * dirty lines, and the timed call's own reads would write them back to DRAM inside its interval. */
+struct dkb_l2_flush {
+  void *buf;
+  long long bytes;
+};
+/* Allocates and zeroes the buffer on `device` (synchronized). -1 with err: the runtime's reason. */
+int dkb_l2_flush_init(int device, struct dkb_l2_flush *f, struct dkb_err *err);
+/* A dkb_launch_fn: enqueues the read of f (a struct dkb_l2_flush *) on stream. */
+int dkb_l2_flush_launch(void *f, void *stream);
+void dkb_l2_flush_release(struct dkb_l2_flush *f);
 
 /* warmup 3, min_samples 20, max_samples 100000, max_noise 0.005 (nvbench's default 0.5 %),
  * min_time_s 0.5 and max_time_s 15 (nvbench's defaults), hot, no graph. */

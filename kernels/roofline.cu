@@ -1,7 +1,8 @@
 // roofline.cu - dkb's streaming-read kernel: the bandwidth ceiling dkb bench divides by.
 // One pass over a buffer much larger than L2 with 16-byte evict-first loads (__ldcs), eight loads in
 // flight per thread, summed so the compiler keeps every load. Kernel versions: dkb_roofline_read_v1, and
-// dkb_empty_v1, a kernel that does nothing: the least time any call can measure by the same method.
+// dkb_empty_v1, a kernel that does nothing: the least time any call can measure by the same method, and
+// dkb_l2_flush_v1, the cold timing pass's L2 flush.
 #include <cuda_runtime.h>
 
 #include "kernels.h"
@@ -46,5 +47,30 @@ extern "C" int dkb_roofline_read(const void *src, size_t n16, float *sink, int g
     grid = sms * 8;
   }
   dkb_roofline_read_v1<<<grid, 256, 0, (cudaStream_t)stream>>>((const float4 *)src, n16, sink);
+  return (int)cudaGetLastError();
+}
+
+// The L2 flush of --cold: a read of the whole buffer (>= 2x L2) with ordinary L2-allocating loads (ld.cg;
+// __ldcs would mark the lines evict-first, so they would replace each other, not what the call left). It
+// reads, not writes: a cudaMemsetAsync flush leaves L2 full of dirty lines that the timed call's own reads
+// then evict, writing them back to DRAM inside the call's interval.
+extern "C" __global__ void dkb_l2_flush_v1(const int4 *__restrict__ src, size_t n, int *sink) {
+  const size_t stride = (size_t)gridDim.x * blockDim.x;
+  int acc = 0;
+#pragma unroll 8
+  for (size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += stride) {
+    const int4 v = __ldcg(src + i);
+    acc |= v.x | v.y | v.z | v.w;
+  }
+  if (acc == 0x5a5a5a5a) sink[0] = acc;  // the buffer is zeroed once: never true, but keeps every load
+}
+extern "C" const char *const dkb_l2_flush_symbol = "dkb_l2_flush_v1";
+
+extern "C" int dkb_l2_flush(const void *buf, size_t bytes, void *stream) {
+  int dev = 0, sms = 0;
+  cudaError_t e = cudaGetDevice(&dev);
+  if (e == cudaSuccess) e = cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev);
+  if (e != cudaSuccess) return (int)e;
+  dkb_l2_flush_v1<<<sms * 8, 256, 0, (cudaStream_t)stream>>>((const int4 *)buf, bytes / 16, (int *)buf);
   return (int)cudaGetLastError();
 }

@@ -559,12 +559,12 @@ static void counters_refuse_long_range_names_before_touching_cupti(void **s) {
   char name[DKB_COUNTERS_RANGE_MAX + 2];
   memset(name, 'x', sizeof name - 1);
   name[sizeof name - 1] = 0;
-  assert_int_equal(dkb_counters_collect(0, name, NULL, NULL, NULL, &c, &err), -1);
+  assert_int_equal(dkb_counters_collect(0, name, NULL, NULL, NULL, NULL, NULL, &c, &err), -1);
   assert_non_null(strstr(err.msg, "counters range name must have 1..32 characters, got 33"));
   assert_string_equal(c.reason, err.msg);
   assert_int_equal(c.available, 0);
   assert_string_equal(c.v[0].name, "dram__bytes_read.sum");
-  assert_int_equal(dkb_counters_collect(0, "", NULL, NULL, NULL, &c, &err), -1);
+  assert_int_equal(dkb_counters_collect(0, "", NULL, NULL, NULL, NULL, NULL, &c, &err), -1);
   assert_non_null(strstr(err.msg, "got 0"));
 }
 
@@ -573,7 +573,7 @@ static void counters_without_driver_are_unavailable_with_definitions(void **s) {
   SKIP_WITH_DRIVER();
   struct dkb_counters c;
   struct dkb_err err;
-  assert_int_equal(dkb_counters_collect(0, "dkb/call/test", NULL, NULL, NULL, &c, &err), -1);
+  assert_int_equal(dkb_counters_collect(0, "dkb/call/test", NULL, NULL, NULL, NULL, NULL, &c, &err), -1);
   assert_reason(err.msg, NO_DRIVER, "harness/device.c");
   assert_string_equal(c.reason, err.msg);
   assert_int_equal(c.available, 0);
@@ -949,7 +949,7 @@ static void gpu_counters_measure_the_bytes_the_kernel_reads(void **s) {
    * measured 240528128 B (10 % from L2) on the H200. */
   size_t bytes = (size_t)1 << 30;
   roofline_setup(&c, bytes, 1);
-  if (dkb_counters_collect(0, "dkb/counters/test", roofline_launch, &c, NULL, &k, &err)) {
+  if (dkb_counters_collect(0, "dkb/counters/test", roofline_launch, &c, NULL, NULL, NULL, &k, &err)) {
     if (strstr(err.msg, "CUPTI_ERROR_INSUFFICIENT_PRIVILEGES")) {
       print_message("[  SKIP    ] counters restricted on this machine: %s\n", err.msg);
       roofline_teardown(&c);
@@ -963,6 +963,49 @@ static void gpu_counters_measure_the_bytes_the_kernel_reads(void **s) {
   assert_true(k.v[2].value > 0);
   assert_capture_schema("counters", dkb_counters_json(&k));
   roofline_teardown(&c);
+}
+
+static int memset_launch(void *arg, void *stream) {
+  const struct dkb_l2_flush *f = arg;
+  return (int)cudaMemsetAsync(f->buf, 0, (size_t)f->bytes, (cudaStream_t)stream);
+}
+
+/* The cold pass's flush reads, so the lines it leaves in L2 are clean: a 64 MiB read through L2 after it
+ * writes nothing back. After a memset of the same buffer it writes back the dirty lines it evicts: the
+ * DRAM traffic a memset flush puts inside each timed interval. Both counted by CUPTI around the read. */
+static void gpu_l2_flush_leaves_no_dirty_lines_where_a_memset_does(void **s) {
+  (void)s;
+  SKIP_WITHOUT_GPU();
+  struct dkb_l2_flush fl, work = {0};
+  struct dkb_counters k;
+  struct dkb_err err;
+  const size_t bytes = (size_t)64 << 20;
+  if (dkb_l2_flush_init(0, &fl, &err)) fail_msg("%s", err.msg);
+  assert_int_equal(cudaMalloc(&work.buf, bytes), cudaSuccess);
+  assert_int_equal(cudaMemset(work.buf, 0, bytes), cudaSuccess);
+  work.bytes = (long long)bytes;
+  double rd[2], wr[2];
+  for (int m = 0; m < 2; m++) {
+    if (dkb_counters_collect(0, "dkb/flush/test", dkb_l2_flush_launch, &work, NULL, m ? memset_launch : dkb_l2_flush_launch,
+                             &fl, &k, &err)) {
+      if (strstr(err.msg, "CUPTI_ERROR_INSUFFICIENT_PRIVILEGES")) {
+        print_message("[  SKIP    ] counters restricted on this machine: %s\n", err.msg);
+        dkb_l2_flush_release(&work);
+        dkb_l2_flush_release(&fl);
+        skip();
+      }
+      fail_msg("%s", err.msg);
+    }
+    rd[m] = k.v[0].value;
+    wr[m] = k.v[1].value;
+    print_message("[  INFO    ] %s flush of %lld B, then a %zu B read: dram read %.0f B, write %.0f B\n", m ? "memset" : "read",
+                  fl.bytes, bytes, rd[m], wr[m]);
+  }
+  assert_true(rd[0] >= 0.9 * (double)bytes); /* the flush evicted the buffer the read finds */
+  assert_true(wr[0] < (double)(1 << 20));
+  assert_true(wr[1] > 0.25 * (double)bytes); /* the counters do see write-back: the check above can fail */
+  dkb_l2_flush_release(&work);
+  dkb_l2_flush_release(&fl);
 }
 
 static void gpu_nvml_samples_the_cuda_device(void **s) {
@@ -1018,4 +1061,5 @@ DKB_TEST_GROUP(capture, cmocka_unit_test(check_macro_records_call_text_location_
                cmocka_unit_test(gpu_trace_observes_kernel_launches_in_the_range),
                cmocka_unit_test(gpu_timing_collects_positive_samples_hot_cold_and_graph),
                cmocka_unit_test(gpu_counters_measure_the_bytes_the_kernel_reads),
+               cmocka_unit_test(gpu_l2_flush_leaves_no_dirty_lines_where_a_memset_does),
                cmocka_unit_test(gpu_nvml_samples_the_cuda_device))
