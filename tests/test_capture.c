@@ -984,9 +984,11 @@ static void gpu_l2_flush_leaves_no_dirty_lines_where_a_memset_does(void **s) {
   assert_int_equal(cudaMalloc(&work.buf, bytes), cudaSuccess);
   assert_int_equal(cudaMemset(work.buf, 0, bytes), cudaSuccess);
   work.bytes = (long long)bytes;
-  double rd[2], wr[2];
-  for (int m = 0; m < 2; m++) {
-    if (dkb_counters_collect(0, "dkb/flush/test", dkb_l2_flush_launch, &work, NULL, m ? memset_launch : dkb_l2_flush_launch,
+  /* Each way twice, as a timing pass repeats it; the second pass is judged (the first also finds what
+   * the setup's memsets left). */
+  double rd[4], wr[4];
+  for (int m = 0; m < 4; m++) {
+    if (dkb_counters_collect(0, "dkb/flush/test", dkb_l2_flush_launch, &work, NULL, m >= 2 ? memset_launch : dkb_l2_flush_launch,
                              &fl, &k, &err)) {
       if (strstr(err.msg, "CUPTI_ERROR_INSUFFICIENT_PRIVILEGES")) {
         print_message("[  SKIP    ] counters restricted on this machine: %s\n", err.msg);
@@ -998,12 +1000,12 @@ static void gpu_l2_flush_leaves_no_dirty_lines_where_a_memset_does(void **s) {
     }
     rd[m] = k.v[0].value;
     wr[m] = k.v[1].value;
-    print_message("[  INFO    ] %s flush of %lld B, then a %zu B read: dram read %.0f B, write %.0f B\n", m ? "memset" : "read",
-                  fl.bytes, bytes, rd[m], wr[m]);
+    print_message("[  INFO    ] %s flush of %lld B, then a %zu B read (pass %d): dram read %.0f B, write %.0f B\n",
+                  m >= 2 ? "memset" : "read", fl.bytes, bytes, m % 2 + 1, rd[m], wr[m]);
   }
-  assert_true(rd[0] >= 0.9 * (double)bytes); /* the flush evicted the buffer the read finds */
-  assert_true(wr[0] < (double)(1 << 20));
-  assert_true(wr[1] > 0.25 * (double)bytes); /* the counters do see write-back: the check above can fail */
+  assert_true(rd[1] >= 0.9 * (double)bytes); /* the flush evicted the buffer the read finds */
+  assert_true(wr[1] < (double)(1 << 20));
+  assert_true(wr[3] > 0.25 * (double)bytes); /* the counters do see write-back: the check above can fail */
   dkb_l2_flush_release(&work);
   dkb_l2_flush_release(&fl);
 }

@@ -399,7 +399,7 @@ static void bench_counters_give_each_case_its_dram_bytes_or_say_why_not(void **s
   if (r.rc) fail_msg("%s%s", r.out, r.err);
   char why[256];
   if (have_gpu(why, sizeof why)) {  /* the call's 0.3 MB stay in L2 between calls: whether it says so is L2's */
-    if (strncmp(r.out, "True True\ndram: ", 17) ||
+    if (strncmp(r.out, "True True\ndram: ", strlen("True True\ndram: ")) ||
         !strstr(r.out, " of the 1 cases with counters read less than 0.95 of their visible K/V from DRAM"))
       fail_msg("%s", r.out);
   } else {
