@@ -43,8 +43,8 @@ struct dkb_counters {
  * pass). before (NULL: nothing) runs before each pass, outside the range, and is synchronized: the
  * cold pass's L2 flush (struct dkb_l2_flush). Returns 0 with out->available = 1, or -1 with err and
  * out->reason (e.g. no device: the runtime's reason; CUPTI_ERROR_INSUFFICIENT_PRIVILEGES where
- * profiling is restricted); the metric definitions in out->v are filled either way. Never links -lcuda: the context comes from
- * cudaGetDriverEntryPointByVersion("cuCtxGetCurrent"). */
+ * profiling is restricted); the metric definitions in out->v are filled either way. Never links
+ * -lcuda: the context comes from cudaGetDriverEntryPointByVersion("cuCtxGetCurrent"). */
 int dkb_counters_collect(int device, const char *range_name, dkb_launch_fn workload, void *arg, void *stream,
                          dkb_launch_fn before, void *before_arg, struct dkb_counters *out, struct dkb_err *err);
 /* out as a pass that never ran: the metric definitions, no values, why's text as the reason (why NULL:

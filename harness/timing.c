@@ -136,8 +136,8 @@ int dkb_l2_flush_init(int device, struct dkb_l2_flush *f, struct dkb_err *err) {
   DKB_CUDA_CHECK(err, cudaMalloc(&f->buf, (size_t)bytes));
   f->bytes = bytes;
   DKB_CUDA_CHECK(err, cudaMemset(f->buf, 0, (size_t)bytes));  /* zero: the read kernel's sink never fires */
-  /* The zeroing left up to L2's worth of the buffer dirty in L2; two reads of it write those lines back
-   * now, not inside the first timed (or counted) call after the first flush. */
+  /* The zeroing left up to L2's worth of the buffer dirty in L2: two reads of it write most of those
+   * lines back now, not inside the first timed (or counted) call. */
   for (int i = 0; i < 2; i++) DKB_CUDA_CHECK(err, dkb_l2_flush_launch(f, NULL));
   DKB_CUDA_CHECK(err, cudaDeviceSynchronize());
   return 0;

@@ -75,7 +75,8 @@ struct dkb_l2_flush {
   void *buf;
   long long bytes;
 };
-/* Allocates and zeroes the buffer on `device` (synchronized). -1 with err: the runtime's reason. */
+/* Allocates the buffer on `device`, zeroes it and reads it twice, so the lines the zeroing left dirty
+ * are written back now (synchronized). -1 with err: the runtime's reason. */
 int dkb_l2_flush_init(int device, struct dkb_l2_flush *f, struct dkb_err *err);
 /* A dkb_launch_fn: enqueues the read of f (a struct dkb_l2_flush *) on stream. */
 int dkb_l2_flush_launch(void *f, void *stream);

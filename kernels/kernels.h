@@ -22,7 +22,6 @@ extern const char *const dkb_empty_symbol;
 /* The L2 flush of the cold timing pass (roofline.cu): reads bytes (a multiple of 16) of buf, which the
  * caller zeroed once, through L2, so the lines left there are clean (see dkb_l2_flush_v1). */
 int dkb_l2_flush(const void *buf, size_t bytes, void *stream);
-extern const char *const dkb_l2_flush_symbol;
 
 /* Stream hold (hold.cu): one thread spins until flag_dev[0] != 0, or sets flag_dev[1] and returns after
  * timeout_ns. flag_dev is the device address of host-mapped memory the host writes. */

@@ -64,7 +64,6 @@ extern "C" __global__ void dkb_l2_flush_v1(const int4 *__restrict__ src, size_t 
   }
   if (acc == 0x5a5a5a5a) sink[0] = acc;  // the buffer is zeroed once: never true, but keeps every load
 }
-extern "C" const char *const dkb_l2_flush_symbol = "dkb_l2_flush_v1";
 
 extern "C" int dkb_l2_flush(const void *buf, size_t bytes, void *stream) {
   int dev = 0, sms = 0;
