@@ -22,6 +22,37 @@ static void captured_bundles_validate_at_level_6(void **s) {
   }
 }
 
+/* A captured folder holds its bundle and the artifacts the bundle names, nothing else: a stale artifact of
+ * an earlier capture (a copy over an old folder) would sit beside the evidence unchecked. A copy with one
+ * more file fails. */
+static void captured_bundle_folders_hold_only_what_their_bundles_name(void **s) {
+  (void)s;
+  static const char *const CHECK =
+      "/usr/bin/python3 -c '\n"
+      "import json, os, sys\n"
+      "d = sys.argv[1]\n"
+      "names = set()\n"
+      "def walk(x):\n"
+      "    if isinstance(x, dict): [walk(v) for v in x.values()]\n"
+      "    elif isinstance(x, list): [walk(v) for v in x]\n"
+      "    elif isinstance(x, str): names.add(os.path.basename(x))\n"
+      "walk(json.load(open(d + \"/bundle.json\")))\n"
+      "extra = sorted(f for f in os.listdir(d) if f != \"bundle.json\" and f not in names)\n"
+      "print(*extra)\n"
+      "sys.exit(1 if extra else 0)\n"
+      "' ";
+  struct run_result r;
+  for (size_t i = 0; i < sizeof CAPTURED / sizeof CAPTURED[0]; i++) {
+    run_sh(&r, "%s fixtures/captured/%s", CHECK, CAPTURED[i]);
+    if (r.rc != 0) fail_msg("%s: files the bundle does not name: %s%s", CAPTURED[i], r.out, r.err);
+    run_result_release(&r);
+  }
+  run_sh(&r, "rm -rf %s/stale && cp -r fixtures/captured/default %s/stale && echo '{}' > %s/stale/trace.0123456789abcdef.jsonl && %s %s/stale",
+         tmp_dir(), tmp_dir(), tmp_dir(), CHECK, tmp_dir());
+  if (r.rc != 1 || strcmp(r.out, "trace.0123456789abcdef.jsonl\n")) fail_msg("a stale file: exit %d\n%s%s", r.rc, r.out, r.err);
+  run_result_release(&r);
+}
+
 /* One field changed in a copy: the ladder must find it. */
 static void mutated_captured_bundles_fail(void **s) {
   (void)s;
@@ -189,6 +220,7 @@ static void captured_counters_run_recomputes_its_dram_ratios(void **s) {
   }
 }
 
-DKB_TEST_GROUP(captured, cmocka_unit_test(captured_bench_recomputes_from_its_medians), cmocka_unit_test(captured_counters_run_recomputes_its_dram_ratios), cmocka_unit_test(captured_bundles_validate_at_level_6), cmocka_unit_test(mutated_captured_bundles_fail),
+DKB_TEST_GROUP(captured, cmocka_unit_test(captured_bench_recomputes_from_its_medians), cmocka_unit_test(captured_counters_run_recomputes_its_dram_ratios), cmocka_unit_test(captured_bundles_validate_at_level_6),
+               cmocka_unit_test(captured_bundle_folders_hold_only_what_their_bundles_name), cmocka_unit_test(mutated_captured_bundles_fail),
                cmocka_unit_test(captured_cluster_plans_were_launched_as_clusters),
                cmocka_unit_test(a_launch_failed_after_a_passed_check_stands_at_level_5))
