@@ -302,18 +302,19 @@ int bench_judge(const struct bench_matrix *m, const struct bench_roofline *r, st
   int n = 0;
   for (int i = 0; i < m->n && n < cap; i++) {
     const struct bench_case *bc = &m->cases[i];
-    const int ok = measured6(bc), l2 = bench_l2_served(m, bc);
+    /* a fraction floor needs a level-6 case and a roofline, and K/V that came from DRAM */
+    const int ok = measured6(bc), frac_ok = ok && r->measured, l2 = bench_l2_served(m, bc);
     if (bc->want_frac > 0 && n < cap) {
-      verdict(&v[n], i, 0, bc->want_frac, bc->frac, ok && r->measured && !l2, bc->frac >= bc->want_frac, "roofline_fraction >= %.2f",
+      verdict(&v[n], i, 0, bc->want_frac, bc->frac, frac_ok && !l2, bc->frac >= bc->want_frac, "roofline_fraction >= %.2f",
               bc->want_frac);
       if (v[n].state == BENCH_MISSED) v[n].need_us = bc->median_us * bc->frac / bc->want_frac;  /* the fraction is bytes / time */
-      v[n++].l2_served = ok && r->measured && l2;
+      v[n++].l2_served = frac_ok && l2;
     }
     if (bc->want_visible_frac > 0 && n < cap) {
-      verdict(&v[n], i, 0, bc->want_visible_frac, bc->visible_frac, ok && r->measured && !l2, bc->visible_frac >= bc->want_visible_frac,
+      verdict(&v[n], i, 0, bc->want_visible_frac, bc->visible_frac, frac_ok && !l2, bc->visible_frac >= bc->want_visible_frac,
               "visible_roofline_fraction >= %.2f", bc->want_visible_frac);
       if (v[n].state == BENCH_MISSED) v[n].need_us = bc->median_us * bc->visible_frac / bc->want_visible_frac;
-      v[n++].l2_served = ok && r->measured && l2;
+      v[n++].l2_served = frac_ok && l2;
     }
     if (bc->within_ref >= 0 && n < cap) {
       const struct bench_case *ref = &m->cases[bc->within_ref];

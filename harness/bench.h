@@ -33,9 +33,9 @@ struct bench_case {
                                      * whether one slows the GPU: harness/nvml.h) */
   double tbps, frac, visible_tbps, visible_frac;
   double excess_us;      /* bench_case_rates; NAN when there is no roofline or floor to subtract */
-  /* --counters: DRAM bytes one call read with L2 as the timed calls leave it (the bundle's
-   * /measurement/counters, dram__bytes_read.sum), and that over the call's visible K/V bytes
-   * (bench_case_rates): below 1, part of the K/V came from L2, left there by the calls before it.
+  /* --counters: DRAM bytes one call read, finding L2 as the timed calls found it (as the call before
+   * left it, or flushed under --cold; the bundle's /measurement/counters, dram__bytes_read.sum), and
+   * that over the call's visible K/V bytes (bench_case_rates): below 1, part of the K/V came from L2.
    * dram_measured 0: not collected. */
   int dram_measured;
   double dram_read_bytes, dram_kv_ratio;

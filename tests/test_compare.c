@@ -229,42 +229,6 @@ static void compare_rejects_bad_input_with_its_pointer(void **s) {
   run_result_release(&r);
 }
 
-/* bench reads each case's call key and, when timed, its spread from its bundle (the record), and says
- * which pointer is missing. */
-static void bench_reads_a_cases_call_key_and_spread_from_its_bundle(void **s) {
-  (void)s;
-  struct bench_case bc;
-  memset(&bc, 0, sizeof bc);
-  snprintf(bc.bundle_dir, sizeof bc.bundle_dir, "%s/spread", tmp_dir());
-  struct run_result r;
-  run_sh(&r, "mkdir -p %s && printf '%%s' '{\"dispatch\": {\"call_key_sha256\": \"%s\"}, "
-             "\"measurement\": {\"timing\": {\"summary\": {\"count\": 1234, \"rel_stdev\": 0.0123}}}}' > %s/bundle.json",
-         bc.bundle_dir, KEY64, bc.bundle_dir);
-  assert_int_equal(r.rc, 0);
-  run_result_release(&r);
-  struct dkb_err e;
-  dkb_err_clear(&e);
-  assert_int_equal(bench_case_read_bundle(&bc, 1, &e), 0);
-  assert_int_equal(bc.samples, 1234);
-  assert_near(bc.rel_stdev, 0.0123, 0);
-  assert_string_equal(bc.call_key, KEY64);
-  /* an untimed case needs no summary; a timed one does */
-  run_sh(&r, "printf '%%s' '{\"dispatch\": {\"call_key_sha256\": \"%s\"}, \"measurement\": {\"timing\": {}}}' > %s/bundle.json",
-         KEY64, bc.bundle_dir);
-  run_result_release(&r);
-  memset(bc.call_key, 0, sizeof bc.call_key);
-  assert_int_equal(bench_case_read_bundle(&bc, 0, &e), 0);
-  assert_string_equal(bc.call_key, KEY64);
-  assert_int_equal(bc.samples, 0);
-  assert_int_equal(bench_case_read_bundle(&bc, 1, &e), -1);
-  assert_int_equal(e.code, DKB_INPUT);
-  assert_string_equal(e.pointer, "/measurement/timing/summary");
-  run_sh(&r, "printf '%%s' '{\"dispatch\": {}}' > %s/bundle.json", bc.bundle_dir);
-  run_result_release(&r);
-  assert_int_equal(bench_case_read_bundle(&bc, 0, &e), -1);
-  assert_string_equal(e.pointer, "/dispatch");
-}
-
 /* Writes dir/bundle.json with a call key and `measurement` (a JSON object) for bench_case_read_bundle. */
 static void measurement_bundle(const char *dir, const char *measurement) {
   struct run_result r;
@@ -272,6 +236,42 @@ static void measurement_bundle(const char *dir, const char *measurement) {
          dir, KEY64, measurement, dir);
   assert_int_equal(r.rc, 0);
   run_result_release(&r);
+}
+
+/* bench_case_read_bundle refuses bc's bundle as malformed input, at `pointer`. */
+static void assert_bundle_rejected_at(struct bench_case *bc, int timed, const char *pointer) {
+  struct dkb_err e;
+  dkb_err_clear(&e);
+  assert_int_equal(bench_case_read_bundle(bc, timed, &e), -1);
+  assert_int_equal(e.code, DKB_INPUT);
+  assert_string_equal(e.pointer, pointer);
+}
+
+/* bench reads each case's call key and, when timed, its spread from its bundle (the record), and says
+ * which pointer is missing. */
+static void bench_reads_a_cases_call_key_and_spread_from_its_bundle(void **s) {
+  (void)s;
+  struct bench_case bc;
+  memset(&bc, 0, sizeof bc);
+  snprintf(bc.bundle_dir, sizeof bc.bundle_dir, "%s/spread", tmp_dir());
+  measurement_bundle(bc.bundle_dir, "{\"timing\": {\"summary\": {\"count\": 1234, \"rel_stdev\": 0.0123}}}");
+  struct dkb_err e;
+  dkb_err_clear(&e);
+  assert_int_equal(bench_case_read_bundle(&bc, 1, &e), 0);
+  assert_int_equal(bc.samples, 1234);
+  assert_near(bc.rel_stdev, 0.0123, 0);
+  assert_string_equal(bc.call_key, KEY64);
+  /* an untimed case needs no summary; a timed one does */
+  measurement_bundle(bc.bundle_dir, "{\"timing\": {}}");
+  memset(bc.call_key, 0, sizeof bc.call_key);
+  assert_int_equal(bench_case_read_bundle(&bc, 0, &e), 0);
+  assert_string_equal(bc.call_key, KEY64);
+  assert_int_equal(bc.samples, 0);
+  assert_bundle_rejected_at(&bc, 1, "/measurement/timing/summary");
+  struct run_result r;
+  run_sh(&r, "printf '%%s' '{\"dispatch\": {}}' > %s/bundle.json", bc.bundle_dir);
+  run_result_release(&r);
+  assert_bundle_rejected_at(&bc, 0, "/dispatch");
 }
 
 /* A bundle whose /measurement/timing holds a summary and `clocks` (its clocks_before and clocks_after
@@ -346,10 +346,7 @@ static void bench_reads_a_cases_clocks_and_flags_a_slowdown(void **s) {
   };
   for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
     clock_bundle(bc.bundle_dir, bad[i].clocks);
-    dkb_err_clear(&e);
-    assert_int_equal(bench_case_read_bundle(&bc, 1, &e), -1);
-    assert_int_equal(e.code, DKB_INPUT);
-    assert_string_equal(e.pointer, bad[i].pointer);
+    assert_bundle_rejected_at(&bc, 1, bad[i].pointer);
   }
 }
 
@@ -403,10 +400,7 @@ static void bench_reads_a_calls_dram_bytes_and_flags_k_v_served_by_l2(void **s) 
   };
   for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
     measurement_bundle(bc.bundle_dir, bad[i].measurement);
-    dkb_err_clear(&e);
-    assert_int_equal(bench_case_read_bundle(&bc, 0, &e), -1);
-    assert_int_equal(e.code, DKB_INPUT);
-    assert_string_equal(e.pointer, bad[i].pointer);
+    assert_bundle_rejected_at(&bc, 0, bad[i].pointer);
   }
 }
 
