@@ -24,6 +24,33 @@ static int worse(int rc, int code) {
   return rc == DKB_OK || code == DKB_FAIL ? code : rc;
 }
 
+/* Case i's same-bytes read (bench_read): that of an earlier case with the same visible bytes and timing
+ * mode, else timed now. skip: why no read is timed in this run (no GPU, --no-roofline). */
+static void same_bytes_read(struct bench_matrix *m, int i, const struct dkb_timing_opts *t, const char *skip) {
+  struct bench_case *bc = &m->cases[i];
+  if (skip) {
+    snprintf(bc->read_reason, sizeof bc->read_reason, "%s", skip);
+    return;
+  }
+  const double bytes = bench_visible_bytes(bc);
+  for (int k = 0; k < i; k++) {
+    const struct bench_case *o = &m->cases[k];
+    if (o->read_us > 0 && o->graph == bc->graph && bench_visible_bytes(o) == bytes) {
+      bc->read_us = o->read_us;
+      bc->read_samples = o->read_samples;
+      return;
+    }
+  }
+  struct dkb_err err;
+  dkb_err_clear(&err);
+  size_t n = 0;
+  if (bench_read(bytes, t, bc->graph, &bc->read_us, &n, &err)) {
+    snprintf(bc->read_reason, sizeof bc->read_reason, "%s", err.msg);
+    fprintf(stderr, "dkb: bench: %s: same-bytes read not measured: %s\n", bc->name, err.msg);
+  }
+  bc->read_samples = (long long)n;
+}
+
 /* usage: dkb bench [FIXTURE... | --matrix FILE] [-o DIR] [--graph] [--cold] [--max-time S] [--no-roofline]
  *                  [--counters] [--require-targets] */
 int cmd_bench(int argc, char **argv) {
@@ -99,8 +126,10 @@ int cmd_bench(int argc, char **argv) {
   }
   printf("bandwidth = (unique K/V bytes + Q bytes + O bytes) / median time, decimal TB/s; fraction = bandwidth / roofline\n");
   printf("excess = median - launch floor - (visible K/V + Q + O bytes) / roofline: the cost beyond an empty launch and the read\n");
-  printf("%-34s %-15s %5s %6s %4s %7s %10s %6s %7s %6s %8s %6s %7s %5s\n", "case", "layout", "B", "T", "g", "split", "median_us",
-         "noise", "TB/s", "frac", "vis_TB/s", "vfrac", "excess", "level");
+  printf("read = %s over a buffer of the case's visible K/V + Q + O bytes, timed as the case: what one launch that only "
+         "reads them measures; rfrac = read / median\n", dkb_roofline_symbol);
+  printf("%-34s %-15s %5s %6s %4s %7s %10s %6s %7s %6s %8s %6s %7s %8s %6s %5s\n", "case", "layout", "B", "T", "g", "split",
+         "median_us", "noise", "TB/s", "frac", "vis_TB/s", "vfrac", "excess", "read_us", "rfrac", "level");
   int rc = DKB_OK, timed = 0, clocked = 0, slowed = 0, counted = 0, l2served = 0;
   for (int i = 0; i < m.n; i++) {
     struct bench_case *bc = &m.cases[i];
@@ -138,15 +167,19 @@ int cmd_bench(int argc, char **argv) {
     memcpy(bc->tiles, res.tiles, sizeof bc->tiles);
     if (bench_case_read_bundle(bc, res.median_us > 0, &err)) rc = worse(rc, cmd_report_err_in(bc->name, &err));
     bc->graph = call.graph;
+    if (bc->samples > 0) same_bytes_read(&m, i, &t, !roof ? "--no-roofline" : !dev.available ? dev.reason : NULL);
     bench_case_rates(bc, &r);
     rc = worse(rc, ladder_terminal_exit_code(res.terminal, res.launch_code));  /* a wrong output or a faulting kernel: 1; a launch the machine failed: 4 */
     char noise[16] = "-";  /* the samples' relative stdev: how far to trust the median */
     if (bc->samples) snprintf(noise, sizeof noise, "%.2f%%", 100 * bc->rel_stdev);
     char excess[16] = "-";  /* us beyond the floor and the read at the roofline */
     if (isfinite(bc->excess_us)) snprintf(excess, sizeof excess, "%.2f", bc->excess_us);
-    printf("%-34s %-15s %5d %6.0f %4d %7d %10.2f %6s %7.3f %6.3f %8.3f %6.3f %7s %5d\n", bc->name, bc->layout, bc->B, bc->mean_len,
-           bc->H_q / bc->H_kv, bc->splits, bc->median_us, noise, bc->tbps, bc->frac, bc->visible_tbps, bc->visible_frac, excess,
-           bc->level);
+    char rd[16] = "-", rf[16] = "-";  /* the same-bytes read and the case's fraction of its speed */
+    if (bc->read_us > 0) snprintf(rd, sizeof rd, "%.2f", bc->read_us);
+    if (isfinite(bc->read_fraction)) snprintf(rf, sizeof rf, "%.3f", bc->read_fraction);
+    printf("%-34s %-15s %5d %6.0f %4d %7d %10.2f %6s %7.3f %6.3f %8.3f %6.3f %7s %8s %6s %5d\n", bc->name, bc->layout, bc->B,
+           bc->mean_len, bc->H_q / bc->H_kv, bc->splits, bc->median_us, noise, bc->tbps, bc->frac, bc->visible_tbps, bc->visible_frac,
+           excess, rd, rf, bc->level);
     char note[2048];
     const int slow = bench_clock_note(bc, note, sizeof note);
     if (slow) printf("  clocks: %s %s\n", bc->name, note);

@@ -58,7 +58,7 @@ static void push(struct bench_matrix *m, const char *fixture, int splits) {
   snprintf(bc->fixture, sizeof bc->fixture, "%s", fixture);
   bc->forced_splits = splits;
   bc->within_ref = -1;
-  bc->excess_us = NAN;  /* until a median and a roofline give one */
+  bc->excess_us = bc->read_fraction = NAN;  /* until a median and a roofline (a read) give one */
 }
 
 /* A fixture path of the matrix: relative to the matrix file's folder unless absolute. */
@@ -193,20 +193,32 @@ static int empty_launch(void *arg, void *stream) {
   return dkb_empty_launch(stream);
 }
 
-int bench_roofline(long long bytes, const struct dkb_timing_opts *t, struct bench_roofline *r, struct dkb_err *err) {
-  memset(r, 0, sizeof *r);
+/* One timing pass of the read kernel over a fresh buffer of `bytes` (a multiple of 16) into *tm. */
+static int time_read(size_t bytes, const struct dkb_timing_opts *t, struct dkb_timing *tm, struct dkb_err *err) {
   void *buf = NULL;
   float *sink = NULL;
+  int rc = -1;
+  DKB_CUDA_CHECK(err, cudaMalloc(&buf, bytes));
+  DKB_CUDA_CHECK(err, cudaMalloc((void **)&sink, 16));
+  /* Never time zeros: fill with a pattern (0x3c bytes are small finite floats). */
+  DKB_CUDA_CHECK(err, cudaMemset(buf, 0x3c, bytes));
+  DKB_CUDA_CHECK(err, cudaDeviceSynchronize());
+  struct roof_arg a = {buf, bytes / 16, sink};
+  rc = dkb_timing_run(0, t, roof_launch, &a, NULL, tm, err);
+cleanup:
+  cudaFree(buf);
+  cudaFree(sink);
+  return rc;
+}
+
+int bench_roofline(long long bytes, const struct dkb_timing_opts *t, struct bench_roofline *r, struct dkb_err *err) {
+  memset(r, 0, sizeof *r);
   struct dkb_timing tm;
   memset(&tm, 0, sizeof tm);
   int rc = -1;
-  DKB_CUDA_CHECK(err, cudaMalloc(&buf, (size_t)bytes));
-  DKB_CUDA_CHECK(err, cudaMalloc((void **)&sink, 16));
-  /* Never time zeros: fill with a pattern (0x3c bytes are small finite floats). */
-  DKB_CUDA_CHECK(err, cudaMemset(buf, 0x3c, (size_t)bytes));
-  DKB_CUDA_CHECK(err, cudaDeviceSynchronize());
-  struct roof_arg a = {buf, (size_t)bytes / 16, sink};
-  if (dkb_timing_run(0, t, roof_launch, &a, NULL, &tm, err)) goto cleanup;
+  struct dkb_timing_opts rt = *t;
+  rt.graph = 0;
+  if (time_read((size_t)bytes / 16 * 16, &rt, &tm, err)) goto cleanup;
   r->measured = 1;
   r->bytes = (double)(bytes / 16 * 16);
   r->median_us = tm.stats.median;
@@ -234,8 +246,26 @@ cleanup:
     if (!r->floor[g].measured && !r->floor[g].reason[0])
       snprintf(r->floor[g].reason, sizeof r->floor[g].reason, "the roofline was not measured");
   dkb_timing_release(&tm);
-  cudaFree(buf);
-  cudaFree(sink);
+  return rc;
+}
+
+double bench_visible_bytes(const struct bench_case *bc) { return bc->visible_kv_bytes + bc->io_bytes - bc->kv_bytes; }
+
+int bench_read(double bytes, const struct dkb_timing_opts *t, int graph, double *median_us, size_t *samples,
+               struct dkb_err *err) {
+  *median_us = 0;
+  *samples = 0;
+  if (!(bytes >= 16)) return dkb_err_set(err, DKB_INTERNAL, NULL, NULL, "same-bytes read of %.0f bytes: under 16", bytes);
+  struct dkb_timing tm;
+  memset(&tm, 0, sizeof tm);
+  struct dkb_timing_opts rt = *t;
+  rt.graph = graph;
+  const int rc = time_read((size_t)(bytes / 16) * 16, &rt, &tm, err);
+  if (!rc) {
+    *median_us = tm.stats.median;
+    *samples = tm.n;
+  }
+  dkb_timing_release(&tm);
   return rc;
 }
 
@@ -262,10 +292,11 @@ static void verdict(struct bench_verdict *v, int i, int is_pct, double want, dou
 
 void bench_case_rates(struct bench_case *bc, const struct bench_roofline *r) {
   bc->tbps = bc->visible_tbps = bc->frac = bc->visible_frac = 0;
-  bc->excess_us = NAN;
+  bc->excess_us = bc->read_fraction = NAN;
   bc->dram_kv_ratio = bc->dram_measured && bc->visible_kv_bytes > 0 ? bc->dram_read_bytes / bc->visible_kv_bytes : NAN;
   if (bc->median_us <= 0) return;
-  const double s = bc->median_us * 1e-6, visible = bc->visible_kv_bytes + bc->io_bytes - bc->kv_bytes;
+  if (bc->read_us > 0) bc->read_fraction = bc->read_us / bc->median_us;
+  const double s = bc->median_us * 1e-6, visible = bench_visible_bytes(bc);
   bc->tbps = bc->io_bytes / s / 1e12;
   bc->visible_tbps = visible / s / 1e12;
   if (!r->measured) return;
@@ -471,6 +502,10 @@ static json_t *case_json(const struct bench_case *bc) {
   json_object_set_new(c, "call_key_sha256", bc->call_key[0] ? json_string(bc->call_key) : json_null());
   json_object_set_new(c, "graph", json_boolean(bc->graph));
   json_object_set_new(c, "excess_us", isfinite(bc->excess_us) ? json_real(bc->excess_us) : json_null());
+  json_object_set_new(c, "read_us", bc->read_us > 0 ? json_real(bc->read_us) : json_null());
+  json_object_set_new(c, "read_samples", json_integer(bc->read_us > 0 ? bc->read_samples : 0));
+  json_object_set_new(c, "read_fraction", isfinite(bc->read_fraction) ? json_real(bc->read_fraction) : json_null());
+  if (bc->read_reason[0]) json_object_set_new(c, "read_reason", json_string(bc->read_reason));
   if (bc->dram_measured) {  /* --counters */
     json_object_set_new(c, "dram_read_bytes", json_real(bc->dram_read_bytes));
     json_object_set_new(c, "dram_kv_ratio", isfinite(bc->dram_kv_ratio) ? json_real(bc->dram_kv_ratio) : json_null());
@@ -550,6 +585,11 @@ int bench_write(const char *dir, const struct bench_matrix *m, const struct benc
   json_object_set_new(doc, "excess_formula",
                       json_string("median_us - launch_floor median_us (graph: launch_floor.graph) - (visible K/V + Q + O "
                                   "bytes) / roofline: the call's cost beyond an empty launch and its read at the roofline"));
+  json_object_set_new(doc, "read_formula",
+                      json_string("read_us: the median of the roofline kernel over a buffer of the case's visible K/V + Q + O "
+                                  "bytes (rounded down to 16), timed as the case was (its graph mode, the run's cold flag); "
+                                  "read_fraction = read_us / median_us: the call's speed as a fraction of a plain read of "
+                                  "the bytes it must read"));
   json_t *targets = json_array();
   for (int i = 0; i < nv; i++)
     json_array_append_new(targets, json_pack("{s:s,s:s,s:f,s:o,s:s}", "case", m->cases[v[i].case_index].name, "target", v[i].what,
@@ -572,22 +612,25 @@ int bench_write(const char *dir, const struct bench_matrix *m, const struct benc
   dkb_buf_addc(&b, '\n');
   if (dkb_path_join(path, sizeof path, dir, "bench.json") || dkb_write_atomic(path, b.p, b.n, err)) goto cleanup;
   dkb_buf_release(&b);
-  dkb_buf_adds(&b, "name,layout,B,S_q,H_q,H_kv,d,dtype,mean_kv_len,splits,median_us,io_bytes,tbps,roofline_fraction,visible_tbps,visible_roofline_fraction,tiles_skip,tiles_full,tiles_partial,level,rel_stdev,samples,graph,excess_us,sm_mhz_after,slowed\n");
+  dkb_buf_adds(&b, "name,layout,B,S_q,H_q,H_kv,d,dtype,mean_kv_len,splits,median_us,io_bytes,tbps,roofline_fraction,visible_tbps,visible_roofline_fraction,tiles_skip,tiles_full,tiles_partial,level,rel_stdev,samples,graph,excess_us,sm_mhz_after,slowed,read_us,read_fraction\n");
   for (int i = 0; i < m->n; i++) {
     const struct bench_case *bc = &m->cases[i];
     char rs[32] = "";  /* empty when not timed */
     if (bc->samples) snprintf(rs, sizeof rs, "%.5f", bc->rel_stdev);
     char ex[32] = "";  /* empty when not derivable */
     if (isfinite(bc->excess_us)) snprintf(ex, sizeof ex, "%.3f", bc->excess_us);
+    char rd[32] = "", rf[32] = "";  /* empty when the same-bytes read was not measured */
+    if (bc->read_us > 0) snprintf(rd, sizeof rd, "%.3f", bc->read_us);
+    if (isfinite(bc->read_fraction)) snprintf(rf, sizeof rf, "%.4f", bc->read_fraction);
     char mhz[16] = "", slow[8] = "";  /* empty when NVML reported no clocks */
     if (bc->clocks_reported) {
       if (bc->sm_mhz[1] >= 0) snprintf(mhz, sizeof mhz, "%d", bc->sm_mhz[1]);
       snprintf(slow, sizeof slow, "%d", dkb_nvml_reasons_slow(bc->clock_reasons));
     }
-    dkb_buf_addf(&b, "%s,%s,%d,%d,%d,%d,%d,%s,%.1f,%d,%.3f,%.0f,%.4f,%.4f,%.4f,%.4f,%lld,%lld,%lld,%d,%s,%lld,%d,%s,%s,%s\n", bc->name,
+    dkb_buf_addf(&b, "%s,%s,%d,%d,%d,%d,%d,%s,%.1f,%d,%.3f,%.0f,%.4f,%.4f,%.4f,%.4f,%lld,%lld,%lld,%d,%s,%lld,%d,%s,%s,%s,%s,%s\n", bc->name,
                  bc->layout, bc->B, bc->C, bc->H_q, bc->H_kv, bc->d, bc->dtype, bc->mean_len, bc->splits, bc->median_us, bc->io_bytes,
                  bc->tbps, bc->frac, bc->visible_tbps, bc->visible_frac, bc->tiles[0], bc->tiles[1], bc->tiles[2], bc->level, rs,
-                 bc->samples, bc->graph, ex, mhz, slow);
+                 bc->samples, bc->graph, ex, mhz, slow, rd, rf);
   }
   if (dkb_path_join(path, sizeof path, dir, "bench.csv") || dkb_write_atomic(path, b.p, b.n, err)) goto cleanup;
   dkb_buf_release(&b);

@@ -33,6 +33,15 @@ struct bench_case {
                                      * whether one slows the GPU: harness/nvml.h) */
   double tbps, frac, visible_tbps, visible_frac;
   double excess_us;      /* bench_case_rates; NAN when there is no roofline or floor to subtract */
+  /* The same-bytes read (bench_read): dkb's streaming-read kernel over a buffer of the case's visible
+   * bytes (bench_visible_bytes), timed by the case's method (its graph mode, the run's --cold): what one
+   * launch that only reads those bytes measures, ramp and tail included, where the roofline is the
+   * rate of a read far longer than any call. read_us 0: not measured (read_reason says why when the
+   * case was timed); read_fraction = read_us / median_us (bench_case_rates, NAN without both): the
+   * call's speed as a fraction of that read's. */
+  double read_us, read_fraction;
+  long long read_samples;
+  char read_reason[1100];
   /* --counters: DRAM bytes one call read, finding L2 as the timed calls found it (as the call before
    * left it, or flushed under --cold; the bundle's /measurement/counters, dram__bytes_read.sum), and
    * that over the call's visible K/V bytes (bench_case_rates): below 1, part of the K/V came from L2.
@@ -95,11 +104,19 @@ struct bench_roofline {
  * empty kernel the same way, plainly and from a graph (the floors). */
 int bench_roofline(long long bytes, const struct dkb_timing_opts *t, struct bench_roofline *r, struct dkb_err *err);
 
+/* The bytes a case must read: its visible K/V (non-SKIP tiles) + Q + O; the numerator of visible_tbps. */
+double bench_visible_bytes(const struct bench_case *bc);
+/* Times dkb's streaming-read kernel over a buffer of `bytes` (rounded down to 16) with the timing pass,
+ * as the cases are timed (t; graph: replayed from a CUDA graph): its median and sample count. */
+int bench_read(double bytes, const struct dkb_timing_opts *t, int graph, double *median_us, size_t *samples,
+               struct dkb_err *err);
+
 /* A timed case's rates from its median and byte counts: tbps and visible_tbps, their fractions of the
  * roofline, and excess_us = median - the launch floor of its timing mode - (visible K/V + Q + O bytes) /
  * roofline: what the call costs beyond an empty launch and the read of what it must read at the
  * roofline (prologue, first-tile latency, the merge, the tail, streaming below the roofline). The
- * fractions need a measured roofline (else 0), excess_us also the floor (else NAN). */
+ * fractions need a measured roofline (else 0), excess_us also the floor (else NAN); read_fraction
+ * needs the case's same-bytes read (read_us, else NAN). */
 void bench_case_rates(struct bench_case *bc, const struct bench_roofline *r);
 
 /* The fastest forced-split case (a median exists) of case i's fixture, or -1; *forced counts the

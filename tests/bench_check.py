@@ -40,6 +40,8 @@ def main():
             if (want is None) != (c["dram_kv_ratio"] is None) or (want is not None and not close(c["dram_kv_ratio"], want)):
                 bad.append(f"{c['name']}: dram_kv_ratio {c['dram_kv_ratio']} is not dram_read_bytes / visible_kv_bytes = {want}")
         if not (c["ran"] and c["median_us"] > 0):
+            if c.get("read_us") is not None:
+                bad.append(f"{c['name']}: read_us for a case with no median")
             continue
         s = c["median_us"] * 1e-6
         tbps = c["io_bytes"] / s / 1e12
@@ -65,8 +67,25 @@ def main():
                     bad.append(f"{c['name']}: excess_us {c['excess_us']} is not median - floor - visible bytes / roofline = {ex}")
         elif "excess_formula" in doc and measured:
             bad.append(f"{c['name']}: no excess_us in a run that records it, with its roofline and floor measured")
+        if "read_us" in c:  # runs before it was recorded have none
+            r = c["read_us"]
+            want = r / c["median_us"] if r is not None else None
+            if (want is None) != (c["read_fraction"] is None) or (want is not None and not close(c["read_fraction"], want)):
+                bad.append(f"{c['name']}: read_fraction {c['read_fraction']} is not read_us / median = {want}")
+            if (r is not None) != (c["read_samples"] > 0):
+                bad.append(f"{c['name']}: read_us {r} with {c['read_samples']} read samples")
+            if r is None and c["samples"] > 0 and not c.get("read_reason"):
+                bad.append(f"{c['name']}: a timed case with no read_us and no read_reason")
         if sum(c["tiles"].values()) <= 0:
             bad.append(f"{c['name']}: no tiles")
+
+    # cases of the same visible bytes and timing mode share one same-bytes read
+    reads = {}
+    for c in doc["cases"]:
+        if c.get("read_us") is not None:
+            key = (c["visible_kv_bytes"] + c["io_bytes"] - c["kv_bytes"], c.get("graph", False))
+            if reads.setdefault(key, c["read_us"]) != c["read_us"]:
+                bad.append(f"{c['name']}: read_us {c['read_us']}, another case of the same bytes and mode {reads[key]}")
 
     for t in doc["targets"]:
         c = cases.get(t["case"])

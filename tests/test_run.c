@@ -354,9 +354,9 @@ static void bench_writes_table_csv_json_and_svg(void **s) {
   if (r.rc) fail_msg("%s%s", r.out, r.err);
   assert_non_null(strstr(r.out, "bandwidth = (unique K/V bytes + Q bytes + O bytes) / median time"));
   assert_non_null(strstr(r.out, "name,layout,B,S_q,H_q,H_kv,d,dtype,mean_kv_len,splits,median_us"));
-  assert_non_null(strstr(r.out, ",tiles_partial,level,rel_stdev,samples,graph,excess_us,sm_mhz_after,slowed\n"));
+  assert_non_null(strstr(r.out, ",tiles_partial,level,rel_stdev,samples,graph,excess_us,sm_mhz_after,slowed,read_us,read_fraction\n"));
   assert_non_null(strstr(r.out, " median_us  noise    TB/s "));
-  assert_non_null(strstr(r.out, "vfrac  excess level\n"));
+  assert_non_null(strstr(r.out, "vfrac  excess  read_us  rfrac level\n"));
   run_result_release(&r);
   /* the launch floors (plain launches and graph replay) are recorded beside the roofline; without a GPU,
    * each with its reason */
@@ -375,9 +375,12 @@ static void bench_writes_table_csv_json_and_svg(void **s) {
              "u = [c[\"samples\"] == 0 and c[\"rel_stdev\"] is None for c in b[\"cases\"] if c[\"median_us\"] == 0]; "
              "k = all(len(c[\"call_key_sha256\"]) == 64 for c in b[\"cases\"]); "
              "x = all((c[\"excess_us\"] is not None) == (c[\"median_us\"] > 0 and b[\"launch_floor\"][\"measured\"]) for c in b[\"cases\"]); "
-             "print(b[\"device\"][\"status\"], len(t), all(t), len(u), all(u), k, x)' %s/bench/bench.json", tmp_dir());
+             "rd = all((c[\"read_us\"] is not None) == (c[\"median_us\"] > 0) and (c[\"read_samples\"] > 0) == (c[\"median_us\"] > 0) "
+             "for c in b[\"cases\"]); "
+             "print(b[\"device\"][\"status\"], len(t), all(t), len(u), all(u), k, x, rd)' %s/bench/bench.json", tmp_dir());
   if (r.rc) fail_msg("%s%s", r.out, r.err);
-  assert_string_equal(r.out, have_gpu(why, sizeof why) ? "available 2 True 0 True True True\n" : "unavailable 0 True 2 True True True\n");
+  assert_string_equal(r.out, have_gpu(why, sizeof why) ? "available 2 True 0 True True True True\n"
+                                                       : "unavailable 0 True 2 True True True True\n");
   run_result_release(&r);
   run_sh(&r, "build/dkb bench --matrix fixtures/bench/matrix.json fixtures/decode/dk128-dv64.json");
   assert_int_equal(r.rc, 2);
@@ -573,9 +576,84 @@ static void bench_excess_is_the_median_beyond_the_floor_and_the_read_at_the_roof
   assert_true(isnan(c[1].excess_us));
   write_checked_bench(dir, c, 3, &r);
   run_sh(&rr, "/usr/bin/python3 -c \"import json; b = json.load(open('%s/bench.json')); print(b['cases'][1]['excess_us'])\" && "
-              "sed -n 3p %s/bench.csv | awk -F, '{print \"csv\", $(NF-2) \"|\"}'", dir, dir);
+              "sed -n 3p %s/bench.csv | awk -F, '{print \"csv\", $(NF-4) \"|\"}'", dir, dir);
   assert_string_equal(rr.out, "None\ncsv |\n");
   run_result_release(&rr);
+}
+
+/* read_fraction = the same-bytes read's median / the case's: B1 T131072 at 24.7 us against a read of its
+ * 67 MB that took 19.23 us (exp/probe/rd, H200, cold) is 0.779 of a plain read's speed. bench.json and the
+ * CSV carry both; tests/bench_check.py recomputes the fraction, wants a reason where a timed case has no
+ * read, and one read per size and timing mode. */
+static void bench_read_fraction_is_the_same_bytes_read_over_the_median(void **s) {
+  (void)s;
+  struct bench_case c[3];
+  for (int i = 0; i < 3; i++) {
+    t131072_case(&c[i], i == 0 ? "t131072" : i == 1 ? "t131072-split128" : "t131072-graph", 24.7);
+    c[i].samples = 100;
+    c[i].read_us = 19.23;
+    c[i].read_samples = 5000;
+    c[i].graph = i == 2;
+  }
+  struct bench_roofline r = h200_roofline();
+  for (int i = 0; i < 3; i++) bench_case_rates(&c[i], &r);
+  assert_true(fabs(c[0].read_fraction - 19.23 / 24.7) < 1e-12);
+  assert_true(fabs(c[0].read_fraction - 0.779) < 0.001);
+  char dir[600];
+  snprintf(dir, sizeof dir, "%s/readfrac", tmp_dir());
+  write_checked_bench(dir, c, 3, &r);
+  struct run_result rr;
+  run_sh(&rr, "sed -n 2p %s/bench.csv | awk -F, '{print $(NF-1), $NF}'", dir);
+  assert_string_equal(rr.out, "19.230 0.7785\n");
+  run_result_release(&rr);
+  /* what the independent check refuses: a fraction that is not read / median, two reads of one size and
+   * mode, a timed case with neither a read nor its reason */
+  static const char *const bad[][2] = {
+      {"b['cases'][0]['read_fraction'] += 0.01", "t131072: read_fraction"},
+      {"b['cases'][1]['read_us'] = 19.5; b['cases'][1]['read_fraction'] = 19.5 / 24.7", "another case of the same bytes and mode"},
+      {"b['cases'][1]['read_us'] = None; b['cases'][1]['read_fraction'] = None; b['cases'][1]['read_samples'] = 0",
+       "t131072-split128: a timed case with no read_us and no read_reason"},
+      {"b['cases'][1]['read_samples'] = 0", "t131072-split128: read_us 19.23 with 0 read samples"},
+  };
+  for (size_t k = 0; k < sizeof bad / sizeof bad[0]; k++) {
+    run_sh(&rr, "/usr/bin/python3 -c \"import json; b = json.load(open('%s/bench.json')); %s; json.dump(b, open('%s/bad.json', 'w'))\" && "
+                "/usr/bin/python3 tests/bench_check.py %s/bad.json", dir, bad[k][0], dir, dir);
+    if (rr.rc != 1 || !strstr(rr.out, bad[k][1])) fail_msg("%s: exit %d\n%s%s", bad[k][0], rr.rc, rr.out, rr.err);
+    run_result_release(&rr);
+  }
+  /* the graph case is another mode: its own read may differ; a case without a read says why, and
+   * has no fraction */
+  c[2].read_us = 18.9;
+  c[1].read_us = 0;
+  c[1].read_samples = 0;
+  snprintf(c[1].read_reason, sizeof c[1].read_reason, "--no-roofline");
+  for (int i = 0; i < 3; i++) bench_case_rates(&c[i], &r);
+  assert_true(isnan(c[1].read_fraction));
+  write_checked_bench(dir, c, 3, &r);
+  run_sh(&rr, "/usr/bin/python3 -c \"import json; c = json.load(open('%s/bench.json'))['cases'][1]; "
+              "print(c['read_us'], c['read_fraction'], c['read_samples'], c['read_reason'])\" && sed -n 3p %s/bench.csv | "
+              "awk -F, '{print \"csv\", $(NF-1) \"|\" $NF \"|\"}'", dir, dir);
+  assert_string_equal(rr.out, "None None 0 --no-roofline\ncsv ||\n");
+  run_result_release(&rr);
+}
+
+/* On the GPU: every timed case of a bench has its same-bytes read, one measurement per size and mode (a
+ * forced split of the same fixture reads the same bytes), above the launch floor; tests/bench_check.py
+ * recomputes each read_fraction. */
+static void gpu_bench_times_one_same_bytes_read_per_size(void **s) {
+  (void)s;
+  SKIP_WITHOUT_GPU();
+  struct run_result r;
+  run_sh(&r, "printf '{\"schema\": \"dkb.bench-matrix/v1\", \"name\": \"rd\", \"roofline_bytes\": 4294967296, \"cases\": "
+             "[{\"fixture\": \"%%s/fixtures/decode/default.json\", \"splits\": [\"auto\", 2]}]}' \"$PWD\" > %s/rd.json && "
+             "build/dkb bench --matrix %s/rd.json -o %s/gpu-rd --max-time 0.3 > %s/gpu-rd.txt && "
+             "/usr/bin/python3 tests/bench_check.py %s/gpu-rd/bench.json && /usr/bin/python3 -c \"import json; "
+             "b = json.load(open('%s/gpu-rd/bench.json')); c = b['cases']; f = b['launch_floor']['median_us']; "
+             "print(len(c), c[0]['read_us'] == c[1]['read_us'] > f, all(x['read_samples'] > 0 for x in c))\"",
+         tmp_dir(), tmp_dir(), tmp_dir(), tmp_dir(), tmp_dir(), tmp_dir());
+  if (r.rc != 0) fail_msg("exit %d\n%s%s", r.rc, r.out, r.err);
+  assert_string_equal(r.out, "2 True True\n");
+  run_result_release(&r);
 }
 
 /* A case that ran slowed carries its clocks into bench.json and the CSV (the SM clock after, slowed 1); one
@@ -596,7 +674,7 @@ static void bench_json_and_csv_carry_a_slowed_cases_clocks(void **s) {
   write_checked_bench(dir, c, 2, &r);
   struct run_result rr;
   run_sh(&rr, "/usr/bin/python3 -c \"import json; b = json.load(open('%s/bench.json')); "
-              "print(json.dumps([c['clocks'] for c in b['cases']], sort_keys=True))\" && sed -n '2,3p' %s/bench.csv | awk -F, '{print $(NF-1) \"|\" $NF}'",
+              "print(json.dumps([c['clocks'] for c in b['cases']], sort_keys=True))\" && sed -n '2,3p' %s/bench.csv | awk -F, '{print $(NF-3) \"|\" $(NF-2)}'",
          dir, dir);
   if (rr.rc != 0) fail_msg("exit %d\n%s%s", rr.rc, rr.out, rr.err);
   assert_string_equal(rr.out, "[{\"event_reasons\": [\"sw_power_cap\", \"sw_thermal_slowdown\"], \"slowed\": true, \"sm_mhz_after\": 1755, "
@@ -1015,6 +1093,7 @@ DKB_TEST_GROUP(run, cmocka_unit_test(decode_fixtures_are_schema_valid_and_load),
                cmocka_unit_test(bench_fraction_targets_need_k_v_from_dram_when_counters_say_so), cmocka_unit_test(bench_targets_errors_and_require_targets),
                cmocka_unit_test(bench_chart_plots_masked_calls_at_their_visible_fraction),
                cmocka_unit_test(bench_excess_is_the_median_beyond_the_floor_and_the_read_at_the_roofline),
+               cmocka_unit_test(bench_read_fraction_is_the_same_bytes_read_over_the_median),
                cmocka_unit_test(bench_json_and_csv_carry_a_slowed_cases_clocks),
                cmocka_unit_test(split_policy_does_not_change_the_reference),
                cmocka_unit_test(sass_check_flags_an_unwritten_copy_descriptor),
@@ -1023,4 +1102,5 @@ DKB_TEST_GROUP(run, cmocka_unit_test(decode_fixtures_are_schema_valid_and_load),
                cmocka_unit_test(gpu_tma_tiles_match_cp_async_tiles_bit_for_bit),
                cmocka_unit_test(gpu_tensor_core_producers_run_two_ctas_per_sm),
                cmocka_unit_test(gpu_run_with_counters_measures_dram_bytes),
-               cmocka_unit_test(gpu_cold_counters_read_all_k_v_from_dram_and_write_back_no_flush))
+               cmocka_unit_test(gpu_cold_counters_read_all_k_v_from_dram_and_write_back_no_flush),
+               cmocka_unit_test(gpu_bench_times_one_same_bytes_read_per_size))
