@@ -141,9 +141,11 @@ static void captured_cluster_plans_were_launched_as_clusters(void **s) {
  * instances; bench-1 and -3 with each case's noise and the device, for `dkb compare`; bench-5, the kernels
  * before the epilogue change of 46e8581, and bench-4, those kernels on another instance; bench-6, the kernels
  * before the store-kind passes, 80 KiB per CTA and Q loaded first; bench-7, the kernels of bench/ on another
- * instance; bench-8 and bench-9, those kernels again with --counters, bench-9 also --cold): each schema-valid, a run of the committed matrix, and every figure and verdict recomputes from
- * its medians and byte counts (tests/bench_check.py); a copy with one median, verdict, excess (or a missing
- * one) or floor changed does not. */
+ * instance; bench-8 and bench-9, those kernels again with --counters, bench-9 also --cold; bench-10, the
+ * same kernels from cdfcdff, with each case's same-bytes read): each schema-valid, a run of the committed
+ * matrix, and every figure and verdict recomputes from its medians and byte counts (tests/bench_check.py);
+ * a copy with one median, verdict, excess (or a missing one), floor or read fraction changed does not, nor
+ * one whose two cases of the same bytes hold two reads. */
 static void captured_bench_recomputes_from_its_medians(void **s) {
   (void)s;
   struct run_result r;
@@ -151,7 +153,8 @@ static void captured_bench_recomputes_from_its_medians(void **s) {
                                      "fixtures/captured/bench-2/bench.json", "fixtures/captured/bench-3/bench.json",
                                      "fixtures/captured/bench-4/bench.json", "fixtures/captured/bench-5/bench.json",
                                      "fixtures/captured/bench-6/bench.json", "fixtures/captured/bench-7/bench.json",
-                                     "fixtures/captured/bench-8/bench.json", "fixtures/captured/bench-9/bench.json"};
+                                     "fixtures/captured/bench-8/bench.json", "fixtures/captured/bench-9/bench.json",
+                                     "fixtures/captured/bench-10/bench.json"};
   for (size_t i = 0; i < sizeof runs / sizeof runs[0]; i++) {
     run_sh(&r, "/usr/bin/python3 tests/schema_check.py schemas/bench.schema.json %s && /usr/bin/python3 tests/bench_check.py %s && "
                "/usr/bin/python3 -c \"import json, sys; b = json.load(open('%s')); m = json.load(open('fixtures/bench/matrix.json')); "
@@ -160,15 +163,21 @@ static void captured_bench_recomputes_from_its_medians(void **s) {
     if (r.rc != 0) fail_msg("%s: exit %d\n%s%s", runs[i], r.rc, r.out, r.err);
     run_result_release(&r);
   }
-  static const char *const edits[] = {"b['cases'][0]['median_us'] *= 0.9", "t = b['targets'][1]; t['verdict'] = 'missed' if t['verdict'] == 'met' else 'met'",
-                                      "b['roofline']['median_us'] *= 1.1", "b['cases'][23]['excess_us'] += 0.05",
-                                      "b['cases'][5]['excess_us'] = None",
-                                      "b['launch_floor']['median_us'] *= 1.1"};
+  static const struct { const char *run, *edit; } edits[] = {
+      {"bench", "b['cases'][0]['median_us'] *= 0.9"},
+      {"bench", "t = b['targets'][1]; t['verdict'] = 'missed' if t['verdict'] == 'met' else 'met'"},
+      {"bench", "b['roofline']['median_us'] *= 1.1"},
+      {"bench", "b['cases'][23]['excess_us'] += 0.05"},
+      {"bench", "b['cases'][5]['excess_us'] = None"},
+      {"bench", "b['launch_floor']['median_us'] *= 1.1"},
+      {"bench-10", "b['cases'][23]['read_fraction'] *= 1.01"},
+      {"bench-10", "b['cases'][24]['read_us'] *= 1.01; b['cases'][24]['read_fraction'] *= 1.01"},
+  };
   for (size_t i = 0; i < sizeof edits / sizeof edits[0]; i++) {
-    run_sh(&r, "/usr/bin/python3 -c \"import json; b = json.load(open('fixtures/captured/bench/bench.json')); %s; "
+    run_sh(&r, "/usr/bin/python3 -c \"import json; b = json.load(open('fixtures/captured/%s/bench.json')); %s; "
                "json.dump(b, open('%s/bench.json', 'w'))\" && /usr/bin/python3 tests/bench_check.py %s/bench.json",
-           edits[i], tmp_dir(), tmp_dir());
-    if (r.rc != 1) fail_msg("%s: exit %d, want 1\n%s%s", edits[i], r.rc, r.out, r.err);
+           edits[i].run, edits[i].edit, tmp_dir(), tmp_dir());
+    if (r.rc != 1) fail_msg("%s: exit %d, want 1\n%s%s", edits[i].edit, r.rc, r.out, r.err);
     run_result_release(&r);
   }
 }
@@ -188,6 +197,7 @@ static void captured_counters_run_recomputes_its_dram_ratios(void **s) {
       {run, "quick", "b1-t32768-window4096\n"},
       {"fixtures/captured/bench-8/bench.json", "matrix", "False b1-t32768-window4096\n"},
       {"fixtures/captured/bench-9/bench.json", "matrix", "True\n"},
+      {"fixtures/captured/bench-10/bench.json", "matrix", "False b1-t32768-window4096\n"},
   };
   for (size_t i = 0; i < sizeof runs / sizeof runs[0]; i++) {
     run_sh(&r, "/usr/bin/python3 tests/schema_check.py schemas/bench.schema.json %s > /dev/null && /usr/bin/python3 tests/bench_check.py %s "
