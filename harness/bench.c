@@ -504,7 +504,7 @@ static json_t *case_json(const struct bench_case *bc) {
   json_object_set_new(c, "excess_us", isfinite(bc->excess_us) ? json_real(bc->excess_us) : json_null());
   json_object_set_new(c, "read_us", bc->read_us > 0 ? json_real(bc->read_us) : json_null());
   json_object_set_new(c, "read_samples", json_integer(bc->read_us > 0 ? bc->read_samples : 0));
-  json_object_set_new(c, "read_fraction", isfinite(bc->read_fraction) ? json_real(bc->read_fraction) : json_null());
+  json_object_set_new(c, "read_fraction", bc->read_us > 0 && isfinite(bc->read_fraction) ? json_real(bc->read_fraction) : json_null());
   if (bc->read_reason[0]) json_object_set_new(c, "read_reason", json_string(bc->read_reason));
   if (bc->dram_measured) {  /* --counters */
     json_object_set_new(c, "dram_read_bytes", json_real(bc->dram_read_bytes));
@@ -519,7 +519,8 @@ static json_t *case_json(const struct bench_case *bc) {
   return c;
 }
 
-/* Roofline fraction against mean context length (log2 axis), one series per layout. */
+/* Roofline fraction against mean context length (log2 axis), one series per layout, each call's
+ * same-bytes read beside it. */
 static void svg(const struct bench_matrix *m, struct dkb_buf *o) {
   const double W = 720, H = 420, L = 70, R = 170, T = 30, Bm = 50;
   double xmin = 1e30, xmax = 0;
@@ -546,6 +547,7 @@ static void svg(const struct bench_matrix *m, struct dkb_buf *o) {
   dkb_buf_addf(o, "<text x=\"%g\" y=\"%g\" font-size=\"12\" text-anchor=\"middle\">mean keys per request (log scale)</text>\n", (L + W - R) / 2, H - 12);
   dkb_buf_addf(o, "<text x=\"16\" y=\"%g\" font-size=\"12\" transform=\"rotate(-90 16 %g)\" text-anchor=\"middle\">fraction of roofline (hollow: visible bytes of a masked call)</text>\n", (T + H - Bm) / 2, (T + H - Bm) / 2);
   static const char *const COLORS[] = {"#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e"};
+  int reads = 0;  /* a same-bytes read was drawn: it gets a legend entry */
   for (int l = 0; l < KV_LAYOUT_COUNT; l++) {
     const char *name = kv_layout_name((enum kv_layout_kind)l);
     int any = 0;
@@ -559,12 +561,24 @@ static void svg(const struct bench_matrix *m, struct dkb_buf *o) {
       double x = L + (W - L - R) * (log2(bc->mean_len) - xmin) / (xmax - xmin), y = T + (H - T - Bm) * (1 - fmin(f, 1.0));
       dkb_buf_addf(o, "<circle cx=\"%.1f\" cy=\"%.1f\" r=\"4\" fill=\"%s\" stroke=\"%s\"><title>%s: %s%.3f</title></circle>\n", x, y,
                    masked ? "white" : COLORS[l], COLORS[l], bc->name, masked ? "visible " : "", f);
+      /* the same-bytes read's fraction of the roofline (visible bytes / read time / roofline = vfrac /
+       * rfrac): what one launch that only reads the call's bytes reaches at this size, a grey dash */
+      if (bc->read_us > 0 && isfinite(bc->read_fraction) && bc->read_fraction > 0 && bc->visible_frac > 0) {
+        const double rf = bc->visible_frac / bc->read_fraction, ry = T + (H - T - Bm) * (1 - fmin(rf, 1.0));
+        dkb_buf_addf(o, "<line x1=\"%.1f\" x2=\"%.1f\" y1=\"%.1f\" y2=\"%.1f\" stroke=\"#888\" stroke-width=\"2\"><title>%s: "
+                     "same-bytes read %.3f</title></line>\n", x - 7, x + 7, ry, ry, bc->name, rf);
+        reads = 1;
+      }
       any = 1;
     }
     if (any)
       dkb_buf_addf(o, "<circle cx=\"%g\" cy=\"%g\" r=\"4\" fill=\"%s\"/><text x=\"%g\" y=\"%g\" font-size=\"12\">%s</text>\n", W - R + 16,
                    T + 10 + 18.0 * l, COLORS[l], W - R + 26, T + 14 + 18.0 * l, name);
   }
+  if (reads)
+    dkb_buf_addf(o, "<line x1=\"%g\" x2=\"%g\" y1=\"%g\" y2=\"%g\" stroke=\"#888\" stroke-width=\"2\"/><text x=\"%g\" y=\"%g\" "
+                 "font-size=\"12\">same-bytes read</text>\n", W - R + 9, W - R + 23, T + 10 + 18.0 * KV_LAYOUT_COUNT,
+                 T + 10 + 18.0 * KV_LAYOUT_COUNT, W - R + 26, T + 14 + 18.0 * KV_LAYOUT_COUNT);
   dkb_buf_adds(o, "</svg>\n");
 }
 
@@ -621,7 +635,7 @@ int bench_write(const char *dir, const struct bench_matrix *m, const struct benc
     if (isfinite(bc->excess_us)) snprintf(ex, sizeof ex, "%.3f", bc->excess_us);
     char rd[32] = "", rf[32] = "";  /* empty when the same-bytes read was not measured */
     if (bc->read_us > 0) snprintf(rd, sizeof rd, "%.3f", bc->read_us);
-    if (isfinite(bc->read_fraction)) snprintf(rf, sizeof rf, "%.4f", bc->read_fraction);
+    if (bc->read_us > 0 && isfinite(bc->read_fraction)) snprintf(rf, sizeof rf, "%.4f", bc->read_fraction);
     char mhz[16] = "", slow[8] = "";  /* empty when NVML reported no clocks */
     if (bc->clocks_reported) {
       if (bc->sm_mhz[1] >= 0) snprintf(mhz, sizeof mhz, "%d", bc->sm_mhz[1]);

@@ -688,8 +688,9 @@ static void bench_json_and_csv_carry_a_slowed_cases_clocks(void **s) {
 }
 
 /* The roofline-fraction chart plots a masked call at its visible-bytes fraction (hollow marker), never at
- * its whole-cache figure, which counts bytes it rightly skipped (3.86 here) and would leave the chart. */
-static void bench_chart_plots_masked_calls_at_their_visible_fraction(void **s) {
+ * its whole-cache figure, which counts bytes it rightly skipped (3.86 here) and would leave the chart;
+ * beside each call that has one, its same-bytes read's fraction of the roofline (a grey dash). */
+static void bench_chart_plots_masked_calls_at_their_visible_fraction_and_reads_beside_them(void **s) {
   (void)s;
   struct bench_case c[2];
   measured(&c[0], "dense", "a.json", 0, 131.0, 0.883, 0.883, 6);
@@ -713,6 +714,20 @@ static void bench_chart_plots_masked_calls_at_their_visible_fraction(void **s) {
   assert_null(strstr(rr.out, "3.855"));
   /* y = 30 + 340 * (1 - 0.483): inside the plot */
   assert_non_null(strstr(rr.out, "cy=\"205.8\" r=\"4\" fill=\"white\""));
+  assert_null(strstr(rr.out, "same-bytes read"));  /* no case has a read: no dash, no legend entry */
+  run_result_release(&rr);
+  /* with their same-bytes reads: a grey dash at the read's fraction of the roofline, vfrac / rfrac (the
+   * dense call at 0.883 is 0.95 of its read's speed: the read reaches 0.929; y = 30 + 340 * (1 - 0.929)) */
+  c[0].read_us = 124.45;
+  c[0].read_fraction = 0.95;
+  c[1].read_us = 20.0;
+  c[1].read_fraction = 0.6;
+  assert_int_equal(bench_write(dir, &m, &r, NULL, 0, NULL, 2, argv, &e), 0);
+  run_sh(&rr, "cat %s/roofline-fraction.svg", dir);
+  assert_non_null(strstr(rr.out, "<title>dense: same-bytes read 0.929</title>"));
+  assert_non_null(strstr(rr.out, "y1=\"54.0\" y2=\"54.0\" stroke=\"#888\""));
+  assert_non_null(strstr(rr.out, "<title>window: same-bytes read 0.805</title>"));
+  assert_non_null(strstr(rr.out, ">same-bytes read</text>"));
   run_result_release(&rr);
 }
 
@@ -1091,7 +1106,7 @@ DKB_TEST_GROUP(run, cmocka_unit_test(decode_fixtures_are_schema_valid_and_load),
                cmocka_unit_test(dumps_recompute_in_numpy_to_1e12), cmocka_unit_test(bench_writes_table_csv_json_and_svg), cmocka_unit_test(bench_counters_give_each_case_its_dram_bytes_or_say_why_not),
                cmocka_unit_test(bench_targets_judge_level_6_results_only),
                cmocka_unit_test(bench_fraction_targets_need_k_v_from_dram_when_counters_say_so), cmocka_unit_test(bench_targets_errors_and_require_targets),
-               cmocka_unit_test(bench_chart_plots_masked_calls_at_their_visible_fraction),
+               cmocka_unit_test(bench_chart_plots_masked_calls_at_their_visible_fraction_and_reads_beside_them),
                cmocka_unit_test(bench_excess_is_the_median_beyond_the_floor_and_the_read_at_the_roofline),
                cmocka_unit_test(bench_read_fraction_is_the_same_bytes_read_over_the_median),
                cmocka_unit_test(bench_json_and_csv_carry_a_slowed_cases_clocks),
