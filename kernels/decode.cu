@@ -145,6 +145,28 @@ __device__ __forceinline__ void tma_box(void *dst, const CUtensorMap *m, int x, 
                "r"(smem_u32(bar)), "l"(evict_first()) : "memory");
 }
 constexpr int kTmaTile = 0x100;  // ring_c flag: the stage's tile arrives on its mbarrier
+// One thread: the K and V boxes of one whole tile (NTOK keys x CH 16-byte chunks) into the stage at ks (V
+// tile_bytes further), completing on bar; row(j) is the map row of the tile's key j, j a multiple of
+// the box rows.
+template <int NTOK, int CH, class Row>
+__device__ __forceinline__ void tma_tile(const KvMaps *m, unsigned char *ks, int tile_bytes, int h, Row row, uint64_t *bar) {
+  const int br = m->box_rows, halves = CH / 8;
+  asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");  // generic accesses of the stage come first
+  mbar_expect(bar, 2 * halves * NTOK * 128);
+  for (int j = 0; j < NTOK; j += br) {
+    const int r = row(j);
+#pragma unroll
+    for (int hf = 0; hf < halves; hf++) {
+      tma_box(ks + (hf * NTOK + j) * 128, &m->k, hf * 64, h, r, bar);
+      tma_box(ks + tile_bytes + (hf * NTOK + j) * 128, &m->v, hf * 64, h, r, bar);
+    }
+  }
+}
+// The stages' mbarriers, initialized by thread 0 (a __syncthreads publishes them to the other threads).
+__device__ __forceinline__ void mbar_init_stages(uint64_t *bars, int nst) {
+  for (int s = 0; s < nst; s++) mbar_init(bars + s, 1);
+  asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
+}
 
 // 2^x on the MUFU unit, flushing denormal results to zero (they are below any tolerance: the weights
 // are relative to the running maximum). ex2(-inf) = 0.
@@ -332,16 +354,22 @@ struct TilePipe {
     maps = nullptr; bars = nullptr; row0 = base; hh = h;
     prefetch(t_pend);
   }
-  // TMA producers: the maps and one mbarrier per stage (initialized here, by thread 0; the caller's
-  // __syncthreads after init publishes them). encode_maps turned the maps on only for caches they cover.
+  // TMA producers: the maps and one mbarrier per stage (initialized here by thread 0 unless the producer
+  // did, inited; the caller's __syncthreads after init publishes them). encode_maps turned the maps on only
+  // for caches they cover.
   // Tried and not kept: prefetch.tensormap of both maps at CTA entry (no change, H200, two rounds).
-  __device__ __forceinline__ void use_tma(const KvMaps *m, uint64_t *b, int nst) {
+  __device__ __forceinline__ void use_tma(const KvMaps *m, uint64_t *b, int nst, bool inited) {
     if (!m->on) return;
     maps = m; bars = b;
-    if (tid == 0) {
-      for (int s = 0; s < nst; s++) mbar_init(bars + s, 1);
-      asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
-    }
+    if (tid == 0 && !inited) mbar_init_stages(bars, nst);
+  }
+  // Stage s holds tile t of class cls, which the producer sent before init (its first tile): recorded as
+  // issue_next records what it sends.
+  __device__ __forceinline__ void issued(int s, int64_t t, int cls) {
+    if (tid == 0) { ring_t[s] = t; ring_c[s] = cls | kTmaTile; }
+    t_pend = t + 1;
+    prefetch(t_pend);
+    cp_async_commit();
   }
   __device__ __forceinline__ void prefetch(int64_t t) {
     if (t >= t_end) return;
@@ -378,20 +406,11 @@ struct TilePipe {
     if (tma) {
       // Whole tile: K and V boxes of box_rows keys x 64 dims each; the stage's layout is the swizzled
       // [dims / 64][NTOK][64] of MmaCfg. Issued by one thread; rows must fit the maps' int32 coordinates.
-      if (tid == 0) {
-        const int br = maps->box_rows, halves = CH / 8;
-        asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");  // generic accesses of the stage come first
-        mbar_expect(bars + s, 2 * halves * NTOK * 128);
-        for (int j = 0; j < NTOK; j += br) {
+      if (tid == 0)
+        tma_tile<NTOK, CH>(maps, ks, tile_bytes, hh, [&](int j) {
           const int64_t key = t * NTOK + j;
-          const int row = paged ? (int)(pgs[(key >> pshift) - j0] * P + (key & (P - 1))) : (int)(row0 + key);
-#pragma unroll
-          for (int hf = 0; hf < halves; hf++) {
-            tma_box(ks + (hf * NTOK + j) * 128, &maps->k, hf * 64, hh, row, bars + s);
-            tma_box(ks + tile_bytes + (hf * NTOK + j) * 128, &maps->v, hf * 64, hh, row, bars + s);
-          }
-        }
-      }
+          return paged ? (int)(pgs[(key >> pshift) - j0] * P + (key & (P - 1))) : (int)(row0 + key);
+        }, bars + s);
     } else if (t < t_end && fast && t * NTOK >= lo && (t + 1) * NTOK <= hi) {
       unsigned char *vs = ks + tile_bytes;
       if (!paged) {
@@ -1011,7 +1030,7 @@ template <> __device__ __forceinline__ uint32_t pack2<__half>(float x, float y) 
   return *reinterpret_cast<uint32_t *>(&v);
 }
 
-template <typename T, int D_PAD, bool FUSED>
+template <typename T, int D_PAD, bool FUSED, bool EARLY>
 __device__ __forceinline__ void producer_mma(const dkb_decode_params &p, const KvMaps &maps) {
   using K = MmaCfg<D_PAD>;
   constexpr int KS = D_PAD / 16;  // 16-wide k steps of q.k and 16-wide n steps of p.V
@@ -1029,8 +1048,34 @@ __device__ __forceinline__ void producer_mma(const dkb_decode_params &p, const K
   const int b = p.item_b[item];
   const int64_t lo = p.item_lo[item], hi = p.item_hi[item];
   const int g = p.H_q / p.H_kv, C = p.C, R = g * C;
-  const int64_t N = p.item_n[item], q_first = N - C;
+  const int64_t N = p.item_n[item], q_first = N - C, base = p.item_base[item];
   const float scale2 = p.scale * kLog2e;
+  // EARLY (contiguous and ragged NHD caches, producer_for): the item's first whole tile goes out on TMA
+  // as soon as the item's fields arrive, before Q's loads, the pipe's set-up and the first barrier (about
+  // 860 instructions of prologue to the first UTMALDG before); pipe.issued() records it. Not SKIP, not
+  // FlashMask (its summary would need a load first). Measured on the H200 (s26, same machine, alternating,
+  // two rounds, 35 of 35 fixtures correct): B16 contiguous 124.03-124.06 -> 123.49-123.52 us, T32768
+  // 38.40-38.53 -> 37.98, T131072 24.83-25.25 -> 24.48-24.61, B4 graph 24.10-24.29 -> 23.90-23.97. In the
+  // same kernel as the paged calls it cost them 0.4-0.8 us though they never took it (B16 paged 128.6-128.7
+  // -> 129.1-129.5, ragged 310.7 -> 311.9-312.8), and so did issuing the paged first tile from four page
+  // ids read by thread 0 (B16 paged 129.25): hence its own instantiation, with which paged moved by
+  // +0.2 us (B16 paged 125.98-126.02 -> 126.21-126.24, ragged and window 4096 within noise).
+  __shared__ uint64_t bars[K::ST];
+  int64_t t_early = -1;
+  int c_early = T_SKIP;
+  if constexpr (EARLY) {
+    if (maps.on && p.mask_kind != M_FLASHMASK && hi < (int64_t(1) << 30)) {
+      const int64_t t0 = lo / K::NTOK, k0 = t0 * K::NTOK;
+      if (k0 >= lo && k0 + K::NTOK <= hi) {
+        c_early = tile_class(p, b, q_first, N, k0, k0 + K::NTOK < N ? k0 + K::NTOK : N, t0);
+        if (c_early != T_SKIP) t_early = t0;
+      }
+    }
+    if (t_early >= 0 && tid == 0) {
+      mbar_init_stages(bars, K::ST);
+      tma_tile<K::NTOK, K::CH>(&maps, stages, K::TILE_BYTES, h, [&](int j) { return (int)(base + t_early * K::NTOK + j); }, bars);
+    }
+  }
   // Q's loads go out before the prologue and the first TMA tiles, not after them (ncu, B1 T131072: 6 % of
   // the stall samples were Q's shared-memory store waiting on its load). H200, same machine, three rounds:
   // B16 split 1 138.0-138.1 -> 134.9-135.5 us, window 4096 12.51-12.61 -> 12.19-12.22, ragged 311.4-311.5
@@ -1054,17 +1099,17 @@ __device__ __forceinline__ void producer_mma(const dkb_decode_params &p, const K
   __shared__ int ring_c[K::ST];
   __shared__ int32_t pg_smem[kPageSmem];
   __shared__ int row_flag;  // fused: this CTA is its group's last
-  __shared__ uint64_t bars[K::ST];
   TilePipe<T, K::NTOK, K::CH, K::NT, true> pipe;
-  pipe.init(p, tid, b, h, lo, hi, N, p.item_base[item], q_first, ring_t, ring_c, pg_smem);
-  pipe.use_tma(&maps, bars, K::ST);
+  pipe.init(p, tid, b, h, lo, hi, N, base, q_first, ring_t, ring_c, pg_smem);
+  pipe.use_tma(&maps, bars, K::ST, t_early >= 0);
   __syncthreads();
   // K/V stages: [D_PAD / 64][NTOK][64], each 128-byte row's 16-byte chunks XOR-swizzled by row % 8 (the
   // TMA 128-byte swizzle; ldmatrix reads of 8 rows hit 8 distinct bank groups). Q: rows of D_PAD.
   auto pos = [](int tt, int c) { return (c >> 3) * (K::NTOK * 8) + tt * 8 + ((c & 7) ^ (tt & 7)); };
   auto qpos = [](int r, int c) { return r * K::CH + rswz(r, c); };
+  if (t_early >= 0) pipe.issued(0, t_early, c_early);
 #pragma unroll
-  for (int s = 0; s < K::ST - 1; s++) pipe.issue_next(s, stages + s * K::STAGE_BYTES, K::TILE_BYTES, pos, pos);
+  for (int s = t_early >= 0 ? 1 : 0; s < K::ST - 1; s++) pipe.issue_next(s, stages + s * K::STAGE_BYTES, K::TILE_BYTES, pos, pos);
 
 #pragma unroll
   for (int k = 0; k < QN; k++) {
@@ -1309,14 +1354,14 @@ __device__ __forceinline__ void producer_mma(const dkb_decode_params &p, const K
 // forced splits of 512 CTAs run as two even waves instead of 1.3 (bench, B8 split 2: 0.831 -> 0.969 of the
 // roofline). The (128, 3) code held to 2 CTAs per SM by padding its shared memory to 80 KiB was as steady on
 // ragged but no faster (308.2-308.3).
-template <typename T, int D_PAD>
+template <typename T, int D_PAD, bool EARLY>
 __global__ void __launch_bounds__(128, 2) decode_split_kv_producer_mma(const dkb_decode_params p, const __grid_constant__ KvMaps maps) {
-  producer_mma<T, D_PAD, false>(p, maps);
+  producer_mma<T, D_PAD, false, EARLY>(p, maps);
 }
 // The same producer whose last CTA per (request, K/V head) also merges that group's slots: one launch.
-template <typename T, int D_PAD>
+template <typename T, int D_PAD, bool EARLY>
 __global__ void __launch_bounds__(128, 2) decode_split_kv_fused_mma(const dkb_decode_params p, const __grid_constant__ KvMaps maps) {
-  producer_mma<T, D_PAD, true>(p, maps);
+  producer_mma<T, D_PAD, true, EARLY>(p, maps);
 }
 
 // ---- combine: exact merge of one request's slots for one (query row, query head) -------------------
@@ -1563,20 +1608,22 @@ bool pick_rows_f32(int rb, Instance *out) {
 // Shared memory a d = 128 tensor-core producer asks for: 3 x (80 + 4 static + 1 reserved) KiB exceed an
 // H100/H200 SM's 228 KiB, 2 fit, so the planner's 2 CTAs per SM hold whatever registers the code needs.
 constexpr int kTwoPerSmSmem = 80 * 1024;
-template <typename T, int D>
+template <typename T, int D, bool EARLY>
 Instance make_mma() {
   using K = MmaCfg<D>;
   constexpr int smem = D == 128 && K::SMEM < kTwoPerSmSmem ? kTwoPerSmSmem : K::SMEM;
-  return Instance{decode_split_kv_producer_mma<T, D>, K::NT, smem, K::NTOK, decode_split_kv_fused_mma<T, D>, true};
+  return Instance{decode_split_kv_producer_mma<T, D, EARLY>, K::NT, smem, K::NTOK, decode_split_kv_fused_mma<T, D, EARLY>, true};
 }
+template <typename T, int D>
+Instance make_mma(bool early) { return early ? make_mma<T, D, true>() : make_mma<T, D, false>(); }
 
-bool pick(int dtype, int dk, int dv, int rows, Instance *out) {
+bool pick(int dtype, int dk, int dv, int rows, Instance *out, bool early = false) {
   int D = pad_dim(dk > dv ? dk : dv), rb = row_bucket(rows);
   if (!D || !rb) return false;
   /* tensor cores for half types, head dims up to 128 and up to 16 query rows per K/V head */
   if (dtype != DKB_KDT_F32 && D <= 128 && rows <= 16) {
-    if (dtype == DKB_KDT_BF16) *out = D == 64 ? make_mma<__nv_bfloat16, 64>() : make_mma<__nv_bfloat16, 128>();
-    else *out = D == 64 ? make_mma<__half, 64>() : make_mma<__half, 128>();
+    if (dtype == DKB_KDT_BF16) *out = D == 64 ? make_mma<__nv_bfloat16, 64>(early) : make_mma<__nv_bfloat16, 128>(early);
+    else *out = D == 64 ? make_mma<__half, 64>(early) : make_mma<__half, 128>(early);
     return true;
   }
   switch (dtype) {
@@ -1675,25 +1722,31 @@ extern "C" int dkb_decode_cluster_ok(int dtype, int dk, int dv, int rows, int sl
          (abi == DKB_ABI_MLU || (abi == DKB_ABI_LSE_O && ws_o_dtype == DKB_KDT_F32));
 }
 
+// CTAs per SM the producer holds; both instantiations (with and without the early first tile,
+// producer_for) are asked, and the smaller count is the answer: the caller knows no layout.
 extern "C" int dkb_decode_occupancy(int dtype, int dk, int dv, int rows) {
-  Instance in;
-  if (!pick(dtype, dk, dv, rows, &in)) return 0;
-  if (cudaFuncSetAttribute((const void *)in.fn, cudaFuncAttributeMaxDynamicSharedMemorySize, in.smem) != cudaSuccess) {
-    cudaGetLastError();
-    return 0;
+  int best = 0;
+  for (int early = 0; early < 2; early++) {
+    Instance in;
+    if (!pick(dtype, dk, dv, rows, &in, early)) return 0;
+    if (cudaFuncSetAttribute((const void *)in.fn, cudaFuncAttributeMaxDynamicSharedMemorySize, in.smem) != cudaSuccess) {
+      cudaGetLastError();
+      return 0;
+    }
+    int n = 0;
+    if (cudaOccupancyMaxActiveBlocksPerMultiprocessor(&n, (const void *)in.fn, in.nt, in.smem) != cudaSuccess) {
+      cudaGetLastError();
+      return 0;
+    }
+    if (early == 0 || n < best) best = n;
   }
-  int n = 0;
-  if (cudaOccupancyMaxActiveBlocksPerMultiprocessor(&n, (const void *)in.fn, in.nt, in.smem) != cudaSuccess) {
-    cudaGetLastError();
-    return 0;
-  }
-  return n;
+  return best;
 }
 
 // The producer a launch with these parameters runs (the fused one when the plan merges in the producer),
 // or null when there is none.
 static producer_fn producer_for(const dkb_decode_params &p, Instance *in) {
-  if (!pick(p.dtype, p.dk, p.dv, (p.H_q / p.H_kv) * p.C, in)) return nullptr;
+  if (!pick(p.dtype, p.dk, p.dv, (p.H_q / p.H_kv) * p.C, in, p.layout == L_CONTIG_NHD || p.layout == L_RAGGED_NHD)) return nullptr;
   if (!p.fused) return in->fn;
   return p.direct ? nullptr : in->fused;
 }
