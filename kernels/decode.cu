@@ -6,10 +6,11 @@
 //       pipeline of kStages tiles; scores on CUDA cores in fp32; online softmax in base 2; writes the
 //       split state (m,l,u) or (LSE,O) of its slot, or the final O directly when the plan has one item
 //       per request. Empty items and items past a request's keys write the empty identity.
-//   decode_split_kv_producer_mma<T, D_PAD>  the same contract on tensor cores (mma.sync) for fp16/bf16,
-//       d <= 128 and up to 16 query rows per K/V head; two stages, two CTAs per SM; whole tiles of NHD
-//       caches arrive as TMA boxes on an mbarrier (KvMaps), the rest by cp.async.
-//   decode_split_kv_fused_mma<T, D_PAD>  that producer whose last CTA per (request, K/V head) also merges
+//   decode_split_kv_producer_mma<T, D_PAD, EARLY>  the same contract on tensor cores (mma.sync) for
+//       fp16/bf16, d <= 128 and up to 16 query rows per K/V head; two stages, two CTAs per SM; whole tiles
+//       of NHD caches arrive as TMA boxes on an mbarrier (KvMaps), the rest by cp.async. EARLY (contiguous
+//       and ragged NHD caches): the item's first whole tile is sent at CTA entry, before the prologue.
+//   decode_split_kv_fused_mma<T, D_PAD, EARLY>  that producer whose last CTA per (request, K/V head) also merges
 //       the group's slots (fused combine, 0x03C): one launch when the plan has few slots per request; with
 //       2 slots in every request, launched as one thread-block cluster per group that merges in
 //       distributed shared memory (cluster_merge).
@@ -1060,6 +1061,12 @@ __device__ __forceinline__ void producer_mma(const dkb_decode_params &p, const K
   // -> 129.1-129.5, ragged 310.7 -> 311.9-312.8), and so did issuing the paged first tile from four page
   // ids read by thread 0 (B16 paged 129.25): hence its own instantiation, with which paged moved by
   // +0.2 us (B16 paged 125.98-126.02 -> 126.21-126.24, ragged and window 4096 within noise).
+  // Tried on top of it and not kept: the CTAs among the first three quarters to issue their last tile
+  // prefetching into L2 (cp.async.bulk.prefetch.tensor) the last 2 (or 4) tiles of 32 others that their
+  // owners had not yet requested (progress in a global array, rank by atomicInc), so DRAM would not idle
+  // while the last splits finish: every contiguous shape slower (H200, same machine, three rounds, 35 of
+  // 35 fixtures correct): B16 126.18-126.21 -> 136.77-136.99 us (4 tiles: 144.54-144.61), T32768
+  // 38.59-38.66 -> 40.42-40.58, T131072 24.80-24.83 -> 25.38-25.44, B4 graph 23.97-24.29 -> 24.67-24.74.
   __shared__ uint64_t bars[K::ST];
   int64_t t_early = -1;
   int c_early = T_SKIP;
@@ -1386,6 +1393,11 @@ __global__ void __launch_bounds__(128, 2) decode_split_kv_fused_mma(const dkb_de
 // instead of griddepcontrol.wait (each producer CTA a barrier and a red.release.gpu after its stores,
 // the combine's thread 0 spinning on ld.acquire.gpu, the last reader zeroing the count): 0.5 us slower
 // at T131072 (25.1 -> 25.6 us), 0.5 at 128 and 512 slots (H200, three rounds, 35 of 35 fixtures correct).
+// Nor a dry pass to warm the instruction cache (the whole merge run once before griddepcontrol.wait on
+// whatever the workspace held, storing nothing, then for real): B1 T131072 24.42-24.45 -> 25.95-26.14 us,
+// T32768 37.95-37.98 -> 39.36-39.49, window 4096 12.29-12.35 -> 13.79; with the producer triggering its
+// dependents at entry, so that pass ran while it streamed: 25.57-25.60, 39.01-39.07 and 13.73-13.89; the
+// other shapes within noise (H200, same machine, two rounds, 35 of 35 fixtures correct).
 template <typename T, typename WS, int NT, int LPS>
 __global__ void __launch_bounds__(NT) decode_split_kv_combine(const dkb_decode_params p) {
   // LPS lanes share a slot (four dims each): 32 covers 128 dims per warp and pass; 8 covers the CTA's
