@@ -15,9 +15,8 @@
 //       2 slots in every request, launched as one thread-block cluster per group that merges in
 //       distributed shared memory (cluster_merge).
 //   decode_split_kv_combine<T, WS, NT, LPS>  one CTA per (request, query row, query head), or per 32 dims of
-//       it when requests hold many slots (up to 256 of them: each warp finds the frame and sum itself, one
-//       barrier): exact merge of the request's slots, branching on validity before any exponential (0x02C);
-//       all-masked -> O=0, LSE=-inf.
+//       it when requests hold many slots: exact merge of the request's slots, branching on validity before
+//       any exponential (0x02C); all-masked -> O=0, LSE=-inf.
 //   decode_naive_reference<T>        one CTA per output row, three passes over all keys, no split: the
 //       broad-support GPU reference backend.
 //   decode_append_kv<T>              writes the C new K/V rows into the cache before attention.
@@ -1417,76 +1416,6 @@ __global__ void __launch_bounds__(NT) decode_split_kv_combine(const dkb_decode_p
   auto srow = [&](int s) { return ((int64_t)(s0 + s) * p.H_q + hq) * p.C + i; };
   const int64_t ustep = (int64_t)p.H_q * p.C * p.dv;  // one slot further in the workspace
   const WS *u = reinterpret_cast<const WS *>(p.ws_u) + srow(0) * p.dv;
-  // This lane's slots: so, so + SPW, ... of its warp's share; its dims x0 .. x0 + 3 (+ 128 on a second pass).
-  const int so = warp * SPW + lane / LPS, xlo = LPS == 32 ? 0 : (int)blockIdx.y * DX, x0 = xlo + (lane % LPS) * 4;
-  constexpr int STEP = NW * SPW;
-  float pay[PB][4];
-  if constexpr (LPS == 8 && PB * STEP == NT) {
-    if (n <= NT) {
-      // One batch (CTAs of 32 dims, at most NT slots; B1 T131072: 256): every warp reads all the slots'
-      // scalars (lane + 32 k) and finds the frame M and the sum L itself, and each lane reads the scalars
-      // of its own payload slots for their weights, so nothing but the payloads' cross-warp sum waits on
-      // a barrier (the chunked path below: four barriers and the weights through shared memory). Its
-      // figures against the chunked path are in the commit that added it and in README (bench-12).
-      constexpr int KC = NT / 32;
-      bool cv[KC], pv[PB];
-      float cm[KC], cl[KC], pm[PB];
-#pragma unroll
-      for (int k = 0; k < KC; k++) {
-        const int sl = lane + 32 * k;
-        cv[k] = false; cm[k] = -INFINITY; cl[k] = 0.f;
-        if (sl < n) {
-          cv[k] = __ldcg(p.ws_valid + srow(sl));
-          cm[k] = __ldcg(p.ws_m + srow(sl));
-          if (mlu) cl[k] = __ldcg(p.ws_l + srow(sl));
-        }
-      }
-#pragma unroll
-      for (int k = 0; k < PB; k++) {
-        const int sl = so + STEP * k;
-        pv[k] = false; pm[k] = -INFINITY;
-        if (sl < n) { pv[k] = __ldcg(p.ws_valid + srow(sl)); pm[k] = __ldcg(p.ws_m + srow(sl)); }
-      }
-      if (x0 < p.dv) load_slots<WS, PB>(u + x0, ustep, so, STEP, n, pay);
-      // The frame is the largest m (MLU) or LSE (LSE_O) among VALID slots only (0x02C).
-      float M = -INFINITY;
-#pragma unroll
-      for (int k = 0; k < KC; k++) if (cv[k]) M = fmaxf(M, cm[k]);
-#pragma unroll
-      for (int off = 16; off > 0; off /= 2) M = fmaxf(M, __shfl_xor_sync(0xffffffffu, M, off));
-      const bool any = M != -INFINITY;
-      float L = 0.f;
-#pragma unroll
-      for (int k = 0; k < KC; k++)
-        if (cv[k] && any) { const float w = expf(cm[k] - M); L += mlu ? cl[k] * w : w; }
-#pragma unroll
-      for (int off = 16; off > 0; off /= 2) L += __shfl_xor_sync(0xffffffffu, L, off);
-      float acc[4] = {0.f, 0.f, 0.f, 0.f};
-      if (x0 < p.dv)
-        add_slots<PB>(pay, so, STEP, n, [&](int sl) {
-          const int k = (sl - so) / STEP;
-          return pv[k] && any ? expf(pm[k] - M) : 0.f;
-        }, acc);
-#pragma unroll
-      for (int off = LPS; off < 32; off *= 2)
-#pragma unroll
-        for (int e = 0; e < 4; e++) acc[e] += __shfl_xor_sync(0xffffffffu, acc[e], off);
-      if (lane < LPS && x0 < p.dv)
-#pragma unroll
-        for (int e = 0; e < 4; e++) part[warp][x0 - xlo + e] = acc[e];
-      __syncthreads();
-      T *o = reinterpret_cast<T *>(p.o) + (int64_t)row * p.dv;
-      const int xhi = xlo + DX < p.dv ? xlo + DX : p.dv;
-      for (int x = xlo + tid; x < xhi; x += NT) {
-        float v = 0.f;
-#pragma unroll
-        for (int w = 0; w < NW; w++) v += part[w][x - xlo];
-        o[x] = from_f<T>(any ? v / L : 0.f);
-      }
-      if (tid == 0 && blockIdx.y == 0 && p.lse) p.lse[row] = any ? M + logf(L) : -INFINITY;
-      return;
-    }
-  }
   // The first chunk's scalars stay in registers for the weights below. Validity and m are independent
   // loads: the producer writes m for every slot (-inf when empty), and it is used only where valid.
   bool v0 = false;
@@ -1496,6 +1425,10 @@ __global__ void __launch_bounds__(NT) decode_split_kv_combine(const dkb_decode_p
     m_0 = __ldcg(p.ws_m + srow(tid));
     if (mlu) l_0 = __ldcg(p.ws_l + srow(tid));
   }
+  // This lane's slots: so, so + SPW, ... of its warp's share; its dims x0 .. x0 + 3 (+ 128 on a second pass).
+  const int so = warp * SPW + lane / LPS, xlo = LPS == 32 ? 0 : (int)blockIdx.y * DX, x0 = xlo + (lane % LPS) * 4;
+  constexpr int STEP = NW * SPW;
+  float pay[PB][4];
   if (x0 < p.dv) load_slots<WS, PB>(u + x0, ustep, so, STEP, n < NT ? n : NT, pay);
   // The frame is the largest m (MLU) or LSE (LSE_O) among VALID slots only (0x02C).
   float M = v0 ? m_0 : -INFINITY;
