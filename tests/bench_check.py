@@ -18,6 +18,11 @@ def close(a, b):
     return a is not None and b is not None and math.isclose(a, b, rel_tol=1e-9, abs_tol=1e-12)
 
 
+def visible_bytes(c):
+    """The bytes a case must read: its visible K/V + Q + O."""
+    return c["visible_kv_bytes"] + c["io_bytes"] - c["kv_bytes"]
+
+
 def main():
     doc = json.load(open(sys.argv[1]))
     bad = []
@@ -45,7 +50,7 @@ def main():
             continue
         s = c["median_us"] * 1e-6
         tbps = c["io_bytes"] / s / 1e12
-        vis = (c["visible_kv_bytes"] + c["io_bytes"] - c["kv_bytes"]) / s / 1e12
+        vis = visible_bytes(c) / s / 1e12
         if not close(c["tbps"], tbps):
             bad.append(f"{c['name']}: tbps {c['tbps']} is not io_bytes / median = {tbps}")
         if not close(c["visible_tbps"], vis):
@@ -61,7 +66,7 @@ def main():
             if not measured:
                 bad.append(f"{c['name']}: excess_us without a measured roofline and floor")
             else:
-                read_us = (c["visible_kv_bytes"] + c["io_bytes"] - c["kv_bytes"]) / (roof["tbps"] * 1e12) * 1e6
+                read_us = visible_bytes(c) / (roof["tbps"] * 1e12) * 1e6
                 ex = c["median_us"] - floor["median_us"] - read_us
                 if not close(c["excess_us"], ex):
                     bad.append(f"{c['name']}: excess_us {c['excess_us']} is not median - floor - visible bytes / roofline = {ex}")
@@ -83,7 +88,7 @@ def main():
     reads = {}
     for c in doc["cases"]:
         if c.get("read_us") is not None:
-            key = (c["visible_kv_bytes"] + c["io_bytes"] - c["kv_bytes"], c.get("graph", False))
+            key = (visible_bytes(c), c.get("graph", False))
             if reads.setdefault(key, c["read_us"]) != c["read_us"]:
                 bad.append(f"{c['name']}: read_us {c['read_us']}, another case of the same bytes and mode {reads[key]}")
 
