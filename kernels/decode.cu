@@ -1031,10 +1031,7 @@ template <> __device__ __forceinline__ uint32_t pack2<__half>(float x, float y) 
   return *reinterpret_cast<uint32_t *>(&v);
 }
 
-// The producer's instantiations by when the first tile goes out (EARLY, producer_for): in the prologue
-// (none), or at CTA entry for caches addressed by rows (contiguous and ragged NHD) or by pages (paged NHD).
-enum { kEarlyNone = 0, kEarlyRows = 1, kEarlyPaged = 2 };
-template <typename T, int D_PAD, bool FUSED, int EARLY>
+template <typename T, int D_PAD, bool FUSED, bool EARLY>
 __device__ __forceinline__ void producer_mma(const dkb_decode_params &p, const KvMaps &maps) {
   using K = MmaCfg<D_PAD>;
   constexpr int KS = D_PAD / 16;  // 16-wide k steps of q.k and 16-wide n steps of p.V
@@ -1079,7 +1076,7 @@ __device__ __forceinline__ void producer_mma(const dkb_decode_params &p, const K
   __shared__ uint64_t bars[K::ST];
   int64_t t_early = -1;
   int c_early = T_SKIP;
-  if constexpr (EARLY != kEarlyNone) {
+  if constexpr (EARLY) {
     if (maps.on && p.mask_kind != M_FLASHMASK && hi < (int64_t(1) << 30)) {
       const int64_t t0 = lo / K::NTOK, k0 = t0 * K::NTOK;
       if (k0 >= lo && k0 + K::NTOK <= hi) {
@@ -1089,19 +1086,7 @@ __device__ __forceinline__ void producer_mma(const dkb_decode_params &p, const K
     }
     if (t_early >= 0 && tid == 0) {
       mbar_init_stages(bars, K::ST);
-      if constexpr (EARLY == kEarlyPaged) {
-        // The tile's page ids (one per box: P >= 8, a power of two, encode_maps) all loaded before the
-        // first box goes out, so their round trips overlap.
-        const int32_t *tbl = (p.table == TBL_DENSE ? p.block_table : p.page_indices) + base;
-        const int P = p.page_size, sh = __ffs(P) - 1, br = maps.box_rows, k0 = (int)(t_early * K::NTOK);
-        int pid[K::NTOK / 8];
-#pragma unroll
-        for (int i = 0; i < K::NTOK / 8; i++)
-          if (i * br < K::NTOK) pid[i] = __ldg(tbl + ((k0 + i * br) >> sh));
-        tma_tile<K::NTOK, K::CH>(&maps, stages, K::TILE_BYTES, h, [&](int j) { return pid[j / br] * P + ((k0 + j) & (P - 1)); }, bars);
-      } else {
-        tma_tile<K::NTOK, K::CH>(&maps, stages, K::TILE_BYTES, h, [&](int j) { return (int)(base + t_early * K::NTOK + j); }, bars);
-      }
+      tma_tile<K::NTOK, K::CH>(&maps, stages, K::TILE_BYTES, h, [&](int j) { return (int)(base + t_early * K::NTOK + j); }, bars);
     }
   }
   // Q's loads go out before the prologue and the first TMA tiles, not after them (ncu, B1 T131072: 6 % of
@@ -1382,12 +1367,12 @@ __device__ __forceinline__ void producer_mma(const dkb_decode_params &p, const K
 // forced splits of 512 CTAs run as two even waves instead of 1.3 (bench, B8 split 2: 0.831 -> 0.969 of the
 // roofline). The (128, 3) code held to 2 CTAs per SM by padding its shared memory to 80 KiB was as steady on
 // ragged but no faster (308.2-308.3).
-template <typename T, int D_PAD, int EARLY>
+template <typename T, int D_PAD, bool EARLY>
 __global__ void __launch_bounds__(128, 2) decode_split_kv_producer_mma(const dkb_decode_params p, const __grid_constant__ KvMaps maps) {
   producer_mma<T, D_PAD, false, EARLY>(p, maps);
 }
 // The same producer whose last CTA per (request, K/V head) also merges that group's slots: one launch.
-template <typename T, int D_PAD, int EARLY>
+template <typename T, int D_PAD, bool EARLY>
 __global__ void __launch_bounds__(128, 2) decode_split_kv_fused_mma(const dkb_decode_params p, const __grid_constant__ KvMaps maps) {
   producer_mma<T, D_PAD, true, EARLY>(p, maps);
 }
@@ -1641,18 +1626,16 @@ bool pick_rows_f32(int rb, Instance *out) {
 // Shared memory a d = 128 tensor-core producer asks for: 3 x (80 + 4 static + 1 reserved) KiB exceed an
 // H100/H200 SM's 228 KiB, 2 fit, so the planner's 2 CTAs per SM hold whatever registers the code needs.
 constexpr int kTwoPerSmSmem = 80 * 1024;
-template <typename T, int D, int EARLY>
+template <typename T, int D, bool EARLY>
 Instance make_mma() {
   using K = MmaCfg<D>;
   constexpr int smem = D == 128 && K::SMEM < kTwoPerSmSmem ? kTwoPerSmSmem : K::SMEM;
   return Instance{decode_split_kv_producer_mma<T, D, EARLY>, K::NT, smem, K::NTOK, decode_split_kv_fused_mma<T, D, EARLY>, true};
 }
 template <typename T, int D>
-Instance make_mma(int early) {
-  return early == kEarlyPaged ? make_mma<T, D, kEarlyPaged>() : early == kEarlyRows ? make_mma<T, D, kEarlyRows>() : make_mma<T, D, kEarlyNone>();
-}
+Instance make_mma(bool early) { return early ? make_mma<T, D, true>() : make_mma<T, D, false>(); }
 
-bool pick(int dtype, int dk, int dv, int rows, Instance *out, int early = kEarlyNone) {
+bool pick(int dtype, int dk, int dv, int rows, Instance *out, bool early = false) {
   int D = pad_dim(dk > dv ? dk : dv), rb = row_bucket(rows);
   if (!D || !rb) return false;
   /* tensor cores for half types, head dims up to 128 and up to 16 query rows per K/V head */
@@ -1761,7 +1744,7 @@ extern "C" int dkb_decode_cluster_ok(int dtype, int dk, int dv, int rows, int sl
 // producer_for) are asked, and the smaller count is the answer: the caller knows no layout.
 extern "C" int dkb_decode_occupancy(int dtype, int dk, int dv, int rows) {
   int best = 0;
-  for (int early = kEarlyNone; early <= kEarlyPaged; early++) {
+  for (int early = 0; early < 2; early++) {
     Instance in;
     if (!pick(dtype, dk, dv, rows, &in, early)) return 0;
     if (cudaFuncSetAttribute((const void *)in.fn, cudaFuncAttributeMaxDynamicSharedMemorySize, in.smem) != cudaSuccess) {
@@ -1781,8 +1764,7 @@ extern "C" int dkb_decode_occupancy(int dtype, int dk, int dv, int rows) {
 // The producer a launch with these parameters runs (the fused one when the plan merges in the producer),
 // or null when there is none.
 static producer_fn producer_for(const dkb_decode_params &p, Instance *in) {
-  const int early = p.layout == L_CONTIG_NHD || p.layout == L_RAGGED_NHD ? kEarlyRows : p.layout == L_PAGED_NHD ? kEarlyPaged : kEarlyNone;
-  if (!pick(p.dtype, p.dk, p.dv, (p.H_q / p.H_kv) * p.C, in, early)) return nullptr;
+  if (!pick(p.dtype, p.dk, p.dv, (p.H_q / p.H_kv) * p.C, in, p.layout == L_CONTIG_NHD || p.layout == L_RAGGED_NHD)) return nullptr;
   if (!p.fused) return in->fn;
   return p.direct ? nullptr : in->fused;
 }
