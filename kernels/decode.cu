@@ -406,28 +406,12 @@ struct TilePipe {
     if constexpr (TMA) tma = maps && t < t_end && fast && t * NTOK >= lo && (t + 1) * NTOK <= hi;
     if (tma) {
       // Whole tile: K and V boxes of box_rows keys x 64 dims each; the stage's layout is the swizzled
-      // [dims / 64][NTOK][64] of MmaCfg. Rows must fit the maps' int32 coordinates. Contiguous: issued by
-      // one thread. Paged: a page's boxes per warp (lane 0), so a tile's pages go out from every warp at
-      // once; warp 0 sets the expected bytes (a box completing before it leaves the count below zero, which
-      // the mbarrier allows: the phase also waits for warp 0's arrival).
-      if (paged) {
-        if ((tid & 31) == 0) {
-          const int br = maps->box_rows, halves = CH / 8;
-          asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
-          if (tid == 0) mbar_expect(bars + s, 2 * halves * NTOK * 128);
-          for (int j = (tid >> 5) * br; j < NTOK; j += (NT / 32) * br) {
-            const int64_t key = t * NTOK + j;
-            const int r = (int)(pgs[(key >> pshift) - j0] * P + (key & (P - 1)));
-#pragma unroll
-            for (int hf = 0; hf < halves; hf++) {
-              tma_box(ks + (hf * NTOK + j) * 128, &maps->k, hf * 64, hh, r, bars + s);
-              tma_box(ks + tile_bytes + (hf * NTOK + j) * 128, &maps->v, hf * 64, hh, r, bars + s);
-            }
-          }
-        }
-      } else if (tid == 0) {
-        tma_tile<NTOK, CH>(maps, ks, tile_bytes, hh, [&](int j) { return (int)(row0 + t * NTOK + j); }, bars + s);
-      }
+      // [dims / 64][NTOK][64] of MmaCfg. Issued by one thread; rows must fit the maps' int32 coordinates.
+      if (tid == 0)
+        tma_tile<NTOK, CH>(maps, ks, tile_bytes, hh, [&](int j) {
+          const int64_t key = t * NTOK + j;
+          return paged ? (int)(pgs[(key >> pshift) - j0] * P + (key & (P - 1))) : (int)(row0 + key);
+        }, bars + s);
     } else if (t < t_end && fast && t * NTOK >= lo && (t + 1) * NTOK <= hi) {
       unsigned char *vs = ks + tile_bytes;
       if (!paged) {
