@@ -143,8 +143,8 @@ static void captured_cluster_plans_were_launched_as_clusters(void **s) {
  * before the store-kind passes, 80 KiB per CTA and Q loaded first; bench-7, the kernels of bench/ on another
  * instance; bench-8 and bench-9, those kernels again with --counters, bench-9 also --cold; bench-10, the
  * same kernels from cdfcdff, with each case's same-bytes read; bench-11, the kernels that send the first tile
- * at CTA entry, from a6dfa02; bench-12, those with the slot index loaded at entry too, from 5e17b64, on an
- * instance of a lower roofline): each schema-valid, a run of the committed
+ * at CTA entry, from a6dfa02; bench-12 and bench-13, those with the slot index loaded at entry too, from
+ * 5e17b64 and 7af5fe1 (the same kernels), on two instances of a lower roofline): each schema-valid, a run of the committed
  * matrix, and every figure and verdict recomputes from its medians and byte counts (tests/bench_check.py);
  * a copy with one median, verdict, excess (or a missing one), floor or read fraction changed does not, nor
  * one whose two cases of the same bytes hold two reads. */
@@ -157,7 +157,7 @@ static void captured_bench_recomputes_from_its_medians(void **s) {
                                      "fixtures/captured/bench-6/bench.json", "fixtures/captured/bench-7/bench.json",
                                      "fixtures/captured/bench-8/bench.json", "fixtures/captured/bench-9/bench.json",
                                      "fixtures/captured/bench-10/bench.json", "fixtures/captured/bench-11/bench.json",
-                                     "fixtures/captured/bench-12/bench.json"};
+                                     "fixtures/captured/bench-12/bench.json", "fixtures/captured/bench-13/bench.json"};
   for (size_t i = 0; i < sizeof runs / sizeof runs[0]; i++) {
     run_sh(&r, "/usr/bin/python3 tests/schema_check.py schemas/bench.schema.json %s && /usr/bin/python3 tests/bench_check.py %s && "
                "/usr/bin/python3 -c \"import json, sys; b = json.load(open('%s')); m = json.load(open('fixtures/bench/matrix.json')); "
@@ -177,6 +177,7 @@ static void captured_bench_recomputes_from_its_medians(void **s) {
       {"bench-10", "b['cases'][24]['read_us'] *= 1.01; b['cases'][24]['read_fraction'] *= 1.01"},
       {"bench-11", "t = b['targets'][8]; t['verdict'] = 'met'"},
       {"bench-12", "t = b['targets'][1]; t['verdict'] = 'met'"},
+      {"bench-13", "b['cases'][5]['median_us'] *= 1.003"},
   };
   for (size_t i = 0; i < sizeof edits / sizeof edits[0]; i++) {
     run_sh(&r, "/usr/bin/python3 -c \"import json; b = json.load(open('fixtures/captured/%s/bench.json')); %s; "
@@ -196,7 +197,7 @@ static void captured_counters_run_recomputes_its_dram_ratios(void **s) {
   (void)s;
   struct run_result r;
   static const char *const run = "fixtures/captured/bench-counters/bench.json";
-  /* and the full matrix so (bench-8, bench-10, bench-11, bench-12), and with --cold (bench-9): there the counted
+  /* and the full matrix so (bench-8, bench-10 to bench-13), and with --cold (bench-9): there the counted
    * calls, like the timed ones, start from a flushed L2, and every case read all its visible K/V from
    * DRAM, the window's too */
   static const struct { const char *run, *matrix, *low; } runs[] = {
@@ -206,6 +207,7 @@ static void captured_counters_run_recomputes_its_dram_ratios(void **s) {
       {"fixtures/captured/bench-10/bench.json", "matrix", "False b1-t32768-window4096\n"},
       {"fixtures/captured/bench-11/bench.json", "matrix", "False b1-t32768-window4096\n"},
       {"fixtures/captured/bench-12/bench.json", "matrix", "False b1-t32768-window4096\n"},
+      {"fixtures/captured/bench-13/bench.json", "matrix", "False b1-t32768-window4096\n"},
   };
   for (size_t i = 0; i < sizeof runs / sizeof runs[0]; i++) {
     run_sh(&r, "/usr/bin/python3 tests/schema_check.py schemas/bench.schema.json %s > /dev/null && /usr/bin/python3 tests/bench_check.py %s "
