@@ -144,10 +144,10 @@ static void captured_cluster_plans_were_launched_as_clusters(void **s) {
  * instance; bench-8 and bench-9, those kernels again with --counters, bench-9 also --cold; bench-10, the
  * same kernels from cdfcdff, with each case's same-bytes read; bench-11, the kernels that send the first tile
  * at CTA entry, from a6dfa02; bench-12 and bench-13, those with the slot index loaded at entry too, from
- * 5e17b64 and 7af5fe1 (the same kernels), on two instances of a lower roofline): each schema-valid, a run of the committed
- * matrix, and every figure and verdict recomputes from its medians and byte counts (tests/bench_check.py);
- * a copy with one median, verdict, excess (or a missing one), floor or read fraction changed does not, nor
- * one whose two cases of the same bytes hold two reads. */
+ * 5e17b64 and 7af5fe1 (the same kernels), on two instances of a lower roofline): each schema-valid, a run
+ * of the committed matrix, and every figure and verdict recomputes from its medians and byte counts
+ * (tests/bench_check.py); a copy with one median, verdict, excess (or a missing one), floor or read
+ * fraction changed does not, nor one whose two cases of the same bytes hold two reads. */
 static void captured_bench_recomputes_from_its_medians(void **s) {
   (void)s;
   struct run_result r;
