@@ -17,7 +17,7 @@ NVFLAGS += -std=c++17 $(GENCODE) -I. -Xcompiler -Wall,-Wextra -MMD -MP
 LDLIBS  := -L$(CUDA)/lib64 -Wl,-rpath,$(CUDA)/lib64 -Wl,-Bstatic -ljansson -Wl,-Bdynamic \
            -lcupti -lcudart -lcrypto -lstdc++ -ldl -lpthread -lm
 
-LIB_C   := $(wildcard harness/*.c oracles/*.c evidence/*.c)
+LIB_C   := $(wildcard lib/*.c oracles/*.c dispatch/*.c contracts/*.c evidence/*.c harness/*.c)
 CMD_C   := $(wildcard cmd/*.c)
 CU      := $(wildcard kernels/*.cu)
 TEST_C  := $(wildcard tests/*.c)

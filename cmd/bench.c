@@ -5,12 +5,12 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cmd.h"
+#include "cmd/cmd.h"
 #include "evidence/ladder.h"
 #include "harness/bench.h"
 #include "harness/decode_call.h"
 #include "harness/device.h"
-#include "harness/fsutil.h"
+#include "lib/fsutil.h"
 #include "harness/runner.h"
 #include "kernels/kernels.h"
 #include "harness/trace.h"

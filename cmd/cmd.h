@@ -14,7 +14,7 @@
 
 #include <jansson.h>
 
-#include "harness/err.h"
+#include "lib/err.h"
 
 int cmd_oracle(int argc, char **argv);
 int cmd_digest(int argc, char **argv);

@@ -6,7 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cmd.h"
+#include "cmd/cmd.h"
 #include "harness/bench_diff.h"
 
 static int parse_pct(const char *opt, const char *v, double lo, double *out) {

@@ -2,9 +2,9 @@
 #include <getopt.h>
 #include <stdio.h>
 
-#include "cmd.h"
-#include "harness/cjson.h"
-#include "harness/jread.h"
+#include "cmd/cmd.h"
+#include "lib/cjson.h"
+#include "lib/jread.h"
 
 /* usage: dkb digest FILE [--pointer /json/pointer] [--canonical] */
 int cmd_digest(int argc, char **argv) {

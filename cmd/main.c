@@ -7,8 +7,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cmd.h"
-#include "harness/cjson.h"
+#include "cmd/cmd.h"
+#include "lib/cjson.h"
 #include "version.h"
 
 struct command {
@@ -234,7 +234,7 @@ static void *crypto_realloc(void *p, size_t n, const char *file, int line) { ret
 static void crypto_free(void *p, const char *file, int line) { (void)file; (void)line; free(p); }
 
 int main(int argc, char **argv) {
-  /* jansson and libcrypto allocate through dkb's checked allocator too (harness/err.h): out of memory
+  /* jansson and libcrypto allocate through dkb's checked allocator too (lib/err.h): out of memory
    * ends the command with exit code 4 and a message, never a half-built document or a NULL dereference.
    * Both must be set before the libraries allocate anything. */
   json_set_alloc_funcs(dkb_malloc_plain, free);

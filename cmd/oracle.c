@@ -3,10 +3,10 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "cmd.h"
-#include "harness/cjson.h"
-#include "harness/jread.h"
-#include "oracles/contract.h"
+#include "cmd/cmd.h"
+#include "lib/cjson.h"
+#include "lib/jread.h"
+#include "contracts/contract.h"
 
 /* usage: dkb oracle FIXTURE... [--json] */
 int cmd_oracle(int argc, char **argv) {

@@ -3,7 +3,7 @@
 #include <getopt.h>
 #include <stdio.h>
 
-#include "cmd.h"
+#include "cmd/cmd.h"
 #include "evidence/bundle.h"
 #include "harness/preflight.h"
 

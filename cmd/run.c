@@ -4,11 +4,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cmd.h"
+#include "cmd/cmd.h"
 #include "evidence/ladder.h"
 #include "harness/backends.h"
 #include "harness/decode_call.h"
-#include "harness/fsutil.h"
+#include "lib/fsutil.h"
 #include "harness/runner.h"
 #include "harness/trace.h"
 

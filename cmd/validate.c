@@ -6,9 +6,9 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "cmd.h"
+#include "cmd/cmd.h"
 #include "evidence/ladder.h"
-#include "harness/jread.h"
+#include "lib/jread.h"
 
 static const char *kind_name(enum ladder_kind k) { return k == LADDER_UNMET ? "unmet" : "inconsistent"; }
 

@@ -1,5 +1,5 @@
 /* bundle.c - building and writing evidence bundles (see bundle.h). */
-#include "bundle.h"
+#include "evidence/bundle.h"
 
 #include <stdarg.h>
 #include <stdio.h>
@@ -7,10 +7,10 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "harness/buf.h"
-#include "harness/cjson.h"
-#include "harness/fsutil.h"
-#include "harness/sha256.h"
+#include "lib/buf.h"
+#include "lib/cjson.h"
+#include "lib/fsutil.h"
+#include "lib/sha256.h"
 #include "version.h"
 
 json_t *bundle_meta_new(int argc, char **argv) {

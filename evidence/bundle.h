@@ -11,7 +11,7 @@
 #include <jansson.h>
 
 #include "evidence/ladder.h"
-#include "harness/err.h"
+#include "lib/err.h"
 
 /* {"tool": "dkb", "version", "commit", "dirty", "argv", "created", "host"} of this build and process. */
 json_t *bundle_meta_new(int argc, char **argv);

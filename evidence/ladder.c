@@ -2,8 +2,8 @@
  * One pass reads the whole bundle strictly (unknown keys and wrong types make it "not a bundle"),
  * checks each level's requirements independently and records every failure as a finding; L* is then
  * the level below the lowest failing one. Everything that can be recomputed is: canonical digests
- * (harness/cjson.h), artifact and source file hashes, timing summaries (oracles/stats.h). */
-#include "ladder.h"
+ * (lib/cjson.h), artifact and source file hashes, timing summaries (oracles/stats.h). */
+#include "evidence/ladder.h"
 
 #include <errno.h>
 #include <math.h>
@@ -13,9 +13,9 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "harness/buf.h"
-#include "harness/cjson.h"
-#include "harness/sha256.h"
+#include "lib/buf.h"
+#include "lib/cjson.h"
+#include "lib/sha256.h"
 #include "oracles/stats.h"
 
 /* ---------------------------------------------------------------------------------------------- */

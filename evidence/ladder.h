@@ -16,8 +16,8 @@
 
 #include <jansson.h>
 
-#include "harness/err.h"
-#include "harness/jread.h"
+#include "lib/err.h"
+#include "lib/jread.h"
 
 #define LADDER_MAX_LEVEL 6
 #define BUNDLE_SCHEMA_ID "dkb.bundle/v1"

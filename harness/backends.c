@@ -1,5 +1,5 @@
 /* backends.c - dkb's CUDA backends as one registry table (see backends.h). */
-#include "backends.h"
+#include "harness/backends.h"
 #include "kernels/decode.h"
 #include "oracles/kv_address.h"
 #include "oracles/mask.h"

@@ -1,13 +1,13 @@
 /* backends.h - dkb's own CUDA decode backends, registered in the registry machinery of
- * oracles/registry.h with predicates that tell the truth about what kernels/decode.cu was built for:
+ * dispatch/registry.h with predicates that tell the truth about what kernels/decode.cu was built for:
  *   dkb_split_kv         (priority 10)  split-KV producer + combine (kernels/decode.cu)
  *   dkb_naive_reference  (priority 100) one CTA per output row, no split; not graph-capturable
  * backends_select freezes a decode call into a dispatch key and runs every admission stage. */
 #ifndef DKB_BACKENDS_H
 #define DKB_BACKENDS_H
 
-#include "decode_call.h"
-#include "oracles/registry.h"
+#include "harness/decode_call.h"
+#include "dispatch/registry.h"
 
 extern const struct dispatch_registry backends_registry;
 

@@ -7,8 +7,8 @@
 
 #include <jansson.h>
 
-#include "err.h"
-#include "timing.h"
+#include "lib/err.h"
+#include "harness/timing.h"
 
 struct bench_case {
   char name[160];        /* fixture name + split variant */

@@ -1,7 +1,7 @@
 /* bench_diff.c - two bench runs, case by case (see bench_diff.h). */
-#include "bench_diff.h"
-#include "fsutil.h"
-#include "jread.h"
+#include "harness/bench_diff.h"
+#include "lib/fsutil.h"
+#include "lib/jread.h"
 
 #include <math.h>
 #include <stdio.h>

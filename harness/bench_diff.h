@@ -12,7 +12,7 @@
 
 #include <jansson.h>
 
-#include "err.h"
+#include "lib/err.h"
 
 struct bench_run_case {
   const char *name;  /* points into the run's document */

@@ -2,8 +2,8 @@
  * API (cupti_range_profiler.h + cupti_profiler_host.h); the older profiler session API is deprecated.
  * cupti_profiler_host.h includes <string>: the Makefile compiles this file with -Itools/cupti_c_shim,
  * whose empty `string` lets the header compile as C. */
-#include "counters.h"
-#include "device.h"
+#include "harness/counters.h"
+#include "harness/device.h"
 
 #include <stdint.h>
 #include <stdio.h>

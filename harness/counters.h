@@ -9,8 +9,8 @@
 
 #include <jansson.h>
 
-#include "err.h"
-#include "gpucheck.h"
+#include "lib/err.h"
+#include "harness/gpucheck.h"
 
 #define DKB_COUNTERS_N 3
 

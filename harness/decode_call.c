@@ -1,8 +1,8 @@
 /* decode_call.c - loading and checking a dkb.decode/v1 fixture (see decode_call.h). */
-#include "decode_call.h"
-#include "backends.h"
-#include "cjson.h"
-#include "jread.h"
+#include "harness/decode_call.h"
+#include "harness/backends.h"
+#include "lib/cjson.h"
+#include "lib/jread.h"
 #include "kernels/decode.h"
 #include "oracles/dtype.h"
 #include "oracles/kv_address.h"

@@ -8,7 +8,7 @@
 
 #include <jansson.h>
 
-#include "err.h"
+#include "lib/err.h"
 
 enum call_phase { PHASE_DECODE, PHASE_APPEND };
 enum split_policy { SPLIT_FIXED, SPLIT_AUTO, SPLIT_CHUNK };

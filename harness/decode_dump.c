@@ -1,6 +1,6 @@
 /* decode_dump.c - the decode dump of one call (see decode_dump.h and harness/dump.h). */
-#include "decode_dump.h"
-#include "dump.h"
+#include "harness/decode_dump.h"
+#include "harness/dump.h"
 #include "oracles/dtype.h"
 #include "oracles/kv_address.h"
 #include "oracles/mask.h"

@@ -6,9 +6,9 @@
 
 #include <jansson.h>
 
-#include "decode_call.h"
-#include "err.h"
-#include "inputs.h"
+#include "harness/decode_call.h"
+#include "lib/err.h"
+#include "harness/inputs.h"
 
 struct decode_outputs {
   const double *o_ref, *lse_ref;  /* always */

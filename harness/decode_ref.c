@@ -1,6 +1,6 @@
 /* decode_ref.c - float64 reference of a decode call (see decode_ref.h). */
-#include "decode_ref.h"
-#include "parallel.h"
+#include "harness/decode_ref.h"
+#include "lib/parallel.h"
 #include "oracles/dtype.h"
 #include "oracles/split_state.h"
 

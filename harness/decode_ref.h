@@ -6,8 +6,8 @@
 #ifndef DKB_DECODE_REF_H
 #define DKB_DECODE_REF_H
 
-#include "decode_call.h"
-#include "inputs.h"
+#include "harness/decode_call.h"
+#include "harness/inputs.h"
 
 /* o: [B][C][H_q][dv], lse: [B][C][H_q] (natural log; -inf for all-masked rows). */
 void decode_ref_compute(const struct decode_call *c, const struct decode_inputs *in, double *o, double *lse);

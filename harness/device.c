@@ -1,6 +1,6 @@
 /* device.c - CUDA device probe (see device.h). */
-#include "device.h"
-#include "gpucheck.h"
+#include "harness/device.h"
+#include "harness/gpucheck.h"
 
 #include <stdio.h>
 #include <string.h>

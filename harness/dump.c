@@ -1,5 +1,5 @@
 /* dump.c - dump folders: .npy tensors plus index.json written last (see dump.h). */
-#include "dump.h"
+#include "harness/dump.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -9,13 +9,13 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "buf.h"
-#include "cjson.h"
-#include "fsutil.h"
-#include "jread.h"
-#include "npy.h"
+#include "lib/buf.h"
+#include "lib/cjson.h"
+#include "lib/fsutil.h"
+#include "lib/jread.h"
+#include "lib/npy.h"
 #include "oracles/dtype.h"
-#include "sha256.h"
+#include "lib/sha256.h"
 
 #define DUMP_SCHEMA "dkb.dump/v1"
 #define DUMP_INDEX "index.json"

@@ -1,4 +1,4 @@
-/* dump.h - a dump folder: every tensor of one call as a NumPy .npy file (harness/npy.h) plus index.json
+/* dump.h - a dump folder: every tensor of one call as a NumPy .npy file (lib/npy.h) plus index.json
  * (schema dkb.dump/v1, schemas/dump.schema.json), so a failed case can be inspected, and dkb
  * cross-checked against another implementation, with nothing but NumPy. The builder is generic: it
  * knows files, dtypes and index members, not decode structs; `dkb run FIXTURE --dump DIR` fills it.
@@ -70,7 +70,7 @@
 
 #include <jansson.h>
 
-#include "err.h"
+#include "lib/err.h"
 
 struct dump; /* opaque: the folder, the index entries so far, the extra members */
 

@@ -1,6 +1,6 @@
 /* gpu_call.c - device buffers and launches of one decode call (see gpu_call.h). */
-#include "gpu_call.h"
-#include "gpucheck.h"
+#include "harness/gpu_call.h"
+#include "harness/gpucheck.h"
 #include "oracles/dtype.h"
 
 #include <stdlib.h>

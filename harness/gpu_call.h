@@ -6,11 +6,11 @@
 
 #include <stddef.h>
 
-#include "decode_call.h"
-#include "err.h"
-#include "inputs.h"
+#include "harness/decode_call.h"
+#include "lib/err.h"
+#include "harness/inputs.h"
 #include "kernels/decode.h"
-#include "plan.h"
+#include "harness/plan.h"
 
 struct gpu_call {
   struct dkb_decode_params p;  /* device pointers + plan: what the kernels read */

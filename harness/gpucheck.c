@@ -1,5 +1,5 @@
 /* gpucheck.c - turning a failed CUDA/CUPTI/NVML status into a reason (see gpucheck.h). */
-#include "gpucheck.h"
+#include "harness/gpucheck.h"
 
 #include <ctype.h>
 #include <stdio.h>

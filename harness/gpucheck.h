@@ -7,7 +7,7 @@
 #ifndef DKB_GPUCHECK_H
 #define DKB_GPUCHECK_H
 
-#include "err.h"
+#include "lib/err.h"
 
 /* Runs the caller's kernels for one call on `stream` (a cudaStream_t; NULL = legacy default stream).
  * Returns a cudaError_t as int, 0 on success (the kernels.h launch wrappers have this shape). */

@@ -1,6 +1,6 @@
 /* inputs.c - seeded, poisoned host tensors of one decode call (see inputs.h). */
-#include "inputs.h"
-#include "parallel.h"
+#include "harness/inputs.h"
+#include "lib/parallel.h"
 #include "oracles/dtype.h"
 #include "oracles/rng.h"
 

@@ -10,8 +10,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "decode_call.h"
-#include "err.h"
+#include "harness/decode_call.h"
+#include "lib/err.h"
 #include "oracles/kv_address.h"
 #include "oracles/mask.h"
 

@@ -1,9 +1,9 @@
 /* loadmap.c - loader map and object hashes (see loadmap.h). Paths are collected inside the
  * dl_iterate_phdr callback (which holds the loader lock) and hashed afterwards, several files at once:
  * libcuda alone is about 100 MB. */
-#include "loadmap.h"
-#include "cjson.h"
-#include "sha256.h"
+#include "harness/loadmap.h"
+#include "lib/cjson.h"
+#include "lib/sha256.h"
 
 #include <errno.h>
 #include <limits.h>

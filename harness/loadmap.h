@@ -9,8 +9,8 @@
 
 #include <jansson.h>
 
-#include "buf.h"
-#include "err.h"
+#include "lib/buf.h"
+#include "lib/err.h"
 
 struct dkb_loaded_object {
   char *path;        /* canonical real path (realpath; the main program through /proc/self/exe) */

@@ -1,7 +1,7 @@
 /* nvml.c - NVML through dlopen (see nvml.h). There is no nvml.h on our build machines: the few
  * prototypes are the function-pointer fields of struct dkb_nvml, values from NVML's nvml.h. */
-#include "nvml.h"
-#include "gpucheck.h"
+#include "harness/nvml.h"
+#include "harness/gpucheck.h"
 
 #include <dlfcn.h>
 #include <stdio.h>

@@ -9,7 +9,7 @@
 
 #include <jansson.h>
 
-#include "err.h"
+#include "lib/err.h"
 
 struct dkb_nvml {
   void *lib;                /* dlopen handle; NULL when closed */

@@ -1,6 +1,6 @@
 /* plan.c - split planning over visible tiles (see plan.h). */
-#include "plan.h"
-#include "err.h"
+#include "harness/plan.h"
+#include "lib/err.h"
 #include "kernels/decode.h"
 #include "oracles/dtype.h"
 #include "oracles/split_state.h"

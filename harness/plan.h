@@ -17,9 +17,9 @@
 
 #include <jansson.h>
 
-#include "decode_call.h"
-#include "err.h"
-#include "inputs.h"
+#include "harness/decode_call.h"
+#include "lib/err.h"
+#include "harness/inputs.h"
 
 struct plan_opts {
   int tile_tokens;    /* keys per kernel tile (dkb_decode_tile_tokens); also the SKIP granularity */

@@ -1,6 +1,6 @@
 /* preflight.c - host inspection without a CUDA context (see preflight.h). Everything here reads files,
  * folders and `ldconfig -p`; nothing calls CUDA, CUPTI or NVML, and nothing is dlopen'ed. */
-#include "preflight.h"
+#include "harness/preflight.h"
 
 #include <ctype.h>
 #include <dirent.h>

@@ -17,7 +17,7 @@
 
 #include <jansson.h>
 
-#include "err.h"
+#include "lib/err.h"
 
 #define PREFLIGHT_PATH_MAX 1024
 

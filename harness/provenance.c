@@ -1,8 +1,8 @@
 /* provenance.c - reading the generated build report and source manifest (see provenance.h). */
-#include "provenance.h"
-#include "buf.h"
-#include "cjson.h"
-#include "sha256.h"
+#include "harness/provenance.h"
+#include "lib/buf.h"
+#include "lib/cjson.h"
+#include "lib/sha256.h"
 
 #include <string.h>
 

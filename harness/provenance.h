@@ -6,7 +6,7 @@
 
 #include <jansson.h>
 
-#include "err.h"
+#include "lib/err.h"
 
 /* dkb.build-report/v1: compilers and versions, CFLAGS, NVFLAGS, gencode list, link libraries,
  * commit, dirty flag (tracked files differ from the commit), build host. */

@@ -9,9 +9,9 @@
 
 #include <jansson.h>
 
-#include "decode_call.h"
-#include "err.h"
-#include "timing.h"
+#include "harness/decode_call.h"
+#include "lib/err.h"
+#include "harness/timing.h"
 
 struct run_opts {
   const char *out_dir;              /* the bundle folder (created) */

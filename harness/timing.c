@@ -1,6 +1,6 @@
 /* timing.c - the timed pass and its stopping rule (see timing.h). */
-#include "timing.h"
-#include "device.h"
+#include "harness/timing.h"
+#include "harness/device.h"
 #include "kernels/kernels.h"
 
 #include <math.h>

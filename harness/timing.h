@@ -17,8 +17,8 @@
 
 #include <jansson.h>
 
-#include "err.h"
-#include "gpucheck.h"
+#include "lib/err.h"
+#include "harness/gpucheck.h"
 #include "oracles/stats.h"
 
 #define DKB_TIMING_MIN_SAMPLES 20 /* the article's floor of positive raw samples */

@@ -2,9 +2,9 @@
  * thread, so the records go into a collector under a mutex; names are copied out before the buffer
  * is freed. The join (external ids, range, per-symbol counts) happens afterwards, in
  * dkb_trace_finalize, on plain data. */
-#include "trace.h"
-#include "cjson.h"
-#include "device.h"
+#include "harness/trace.h"
+#include "lib/cjson.h"
+#include "harness/device.h"
 
 #include <dlfcn.h>
 #include <pthread.h>

@@ -13,9 +13,9 @@
 
 #include <jansson.h>
 
-#include "buf.h"
-#include "err.h"
-#include "gpucheck.h"
+#include "lib/buf.h"
+#include "lib/err.h"
+#include "harness/gpucheck.h"
 
 struct dkb_trace_kernel {
   char *name;                /* symbol as the driver reports it (mangled unless extern "C") */

@@ -36,7 +36,7 @@
 
 #include <type_traits>
 
-#include "decode.h"
+#include "kernels/decode.h"
 
 // Mirrors of the oracle enums (oracles/kv_address.h, oracles/mask.h); checked on the host side.
 enum { L_CONTIG_NHD, L_CONTIG_HND, L_RAGGED_NHD, L_PAGED_NHD, L_PAGED_HND };

@@ -3,7 +3,7 @@
 // then release them together. The events then bracket GPU work only, not the host's launch calls.
 #include <cuda_runtime.h>
 
-#include "kernels.h"
+#include "kernels/kernels.h"
 
 // flag[0]: the host sets it to release the stream; flag[1]: set here when the wait gave up.
 extern "C" __global__ void dkb_hold_stream_v1(volatile int *flag, unsigned long long timeout_ns) {

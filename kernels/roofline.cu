@@ -5,7 +5,7 @@
 // dkb_l2_flush_v1, the cold timing pass's L2 flush.
 #include <cuda_runtime.h>
 
-#include "kernels.h"
+#include "kernels/kernels.h"
 
 extern "C" __global__ void dkb_roofline_read_v1(const float4 *__restrict__ src, size_t n, float *sink) {
   const size_t stride = (size_t)gridDim.x * blockDim.x;

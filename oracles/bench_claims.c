@@ -1,5 +1,5 @@
 /* bench_claims.c - estimators, conversions and the comparability predicate (see bench_claims.h). */
-#include "bench_claims.h"
+#include "oracles/bench_claims.h"
 
 #include <ctype.h>
 #include <math.h>

@@ -1,5 +1,5 @@
 /* compare.c - the one tolerance rule (see compare.h). */
-#include "compare.h"
+#include "oracles/compare.h"
 
 #include <math.h>
 #include <string.h>

@@ -1,5 +1,5 @@
 /* dtype.c - exact fp16/bf16 encodings and dtype-generic loads and stores (see dtype.h). */
-#include "dtype.h"
+#include "oracles/dtype.h"
 
 #include <math.h>
 #include <string.h>

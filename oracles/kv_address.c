@@ -2,7 +2,7 @@
  * Every offset is a coordinate dotted with contiguous strides (0x04B); the coordinate is where the
  * identities (cache row, K/V head) and the page lookup are resolved, and where every bound is checked,
  * so no caller can reach an element outside the tensor or outside the visible context. */
-#include "kv_address.h"
+#include "oracles/kv_address.h"
 
 #include <stdio.h>
 #include <string.h>

@@ -1,8 +1,8 @@
 /* ledger.c - launch and storage ledgers of article 0x03 (see ledger.h). */
-#include "ledger.h"
-#include "reason.h"
-#include "split_state.h"
-#include "harness/err.h"
+#include "oracles/ledger.h"
+#include "oracles/reason.h"
+#include "oracles/split_state.h"
+#include "lib/err.h"
 
 #include <stddef.h>
 #include <stdio.h>

@@ -10,7 +10,7 @@
 
 #include <stdint.h>
 
-#include "dtype.h"
+#include "oracles/dtype.h"
 
 /* How each request's [0, T_b) is cut into splits (0x03B). */
 enum ledger_split_policy {

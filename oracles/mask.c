@@ -1,10 +1,10 @@
 /* mask.c - mask programs of article 0x05-0x06 (see mask.h): the visibility predicate, exact and
  * interval-arithmetic tile classes, FlashMask vectors, block summaries and the conservative classifier,
  * and tiled execution over the split-state algebra (split_state.h owns every softmax number). */
-#include "mask.h"
-#include "rng.h"
-#include "split_state.h"
-#include "harness/err.h"
+#include "oracles/mask.h"
+#include "oracles/rng.h"
+#include "oracles/split_state.h"
+#include "lib/err.h"
 
 #include <math.h>
 #include <stdio.h>

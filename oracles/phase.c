@@ -1,6 +1,6 @@
 /* phase.c - phase integration of article 0x08 (see phase.h). */
-#include "phase.h"
-#include "reason.h"
+#include "oracles/phase.h"
+#include "oracles/reason.h"
 
 #include <stdio.h>
 #include <string.h>

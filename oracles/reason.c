@@ -1,5 +1,5 @@
 /* reason.c - filling an oracle's refusal (see reason.h). */
-#include "reason.h"
+#include "oracles/reason.h"
 
 #include <stdarg.h>
 #include <stdio.h>

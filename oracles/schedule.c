@@ -1,9 +1,9 @@
 /* schedule.c - paper schedules (see schedule.h). The FA2 heuristic and the FlashInfer planner are
  * re-expressed from their published sources (flash-attention csrc/flash_attn/flash_api.cpp,
  * flashinfer include/flashinfer/attention/scheduler.cuh), not copied. */
-#include "schedule.h"
-#include "split_state.h"
-#include "harness/err.h"
+#include "oracles/schedule.h"
+#include "oracles/split_state.h"
+#include "lib/err.h"
 
 #include <math.h>
 #include <stdlib.h>

@@ -1,6 +1,6 @@
 /* split_state.c - the split-state algebra of article 0x02 (see split_state.h). */
-#include "split_state.h"
-#include "dtype.h"
+#include "oracles/split_state.h"
+#include "oracles/dtype.h"
 
 #include <math.h>
 #include <stdlib.h>

@@ -1,6 +1,6 @@
 /* stats.c - timing summary statistics (see stats.h). */
-#include "stats.h"
-#include "harness/err.h"
+#include "oracles/stats.h"
+#include "lib/err.h"
 
 #include <math.h>
 #include <stdlib.h>

@@ -1,6 +1,6 @@
 /* main.c - the one test runner: every group below runs as one cmocka group, so `make test` ends
  * with cmocka's summary line. To add a file: define DKB_TEST_GROUP(name, ...) in it and list it here. */
-#include "util.h"
+#include "tests/util.h"
 
 #include <stdlib.h>
 #include <string.h>

@@ -1,7 +1,7 @@
 /* test_bench_claims.c - benchmark-claim accounting of article 0x0C through the C API: the two-case
  * estimator example, S = 1/(1-R), the strict comparability predicate, pinned source versions, and the
  * eight-row manifest with its twelve invalid promotions through `dkb oracle`. */
-#include "util.h"
+#include "tests/util.h"
 
 #include <math.h>
 #include <stdlib.h>

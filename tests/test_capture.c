@@ -3,7 +3,7 @@
  * libnvidia-ml), the timing pass's stopping rule and summary. On a machine without a driver the GPU
  * paths must fail with the runtime's own reason; the gpu_* tests run a real kernel through trace,
  * timing and counters and skip with the visible reason where there is no GPU. */
-#include "util.h"
+#include "tests/util.h"
 
 #include <dlfcn.h>
 #include <limits.h>
@@ -16,13 +16,13 @@
 #include <cupti.h>
 #include <cupti_activity.h>
 
-#include "harness/cjson.h"
+#include "lib/cjson.h"
 #include "harness/counters.h"
 #include "harness/device.h"
 #include "harness/gpucheck.h"
 #include "harness/loadmap.h"
 #include "harness/nvml.h"
-#include "harness/sha256.h"
+#include "lib/sha256.h"
 #include "harness/timing.h"
 #include "harness/trace.h"
 #include "kernels/kernels.h"

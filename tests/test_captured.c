@@ -1,6 +1,6 @@
 /* test_captured.c - the real bundles captured on the H200 (fixtures/captured/) validate at level 6 on
  * every CI run, and a copy of each with one field changed no longer does. */
-#include "util.h"
+#include "tests/util.h"
 
 #include <stdio.h>
 #include <string.h>

@@ -1,14 +1,14 @@
 /* test_cjson.c - the canonical writer is byte-identical to Python's json.dumps(sort_keys=True,
  * separators=(",", ":")) (and to indent=2 for the pretty form), floats and non-ASCII text included. */
-#include "util.h"
+#include "tests/util.h"
 
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "harness/cjson.h"
-#include "harness/jread.h"
+#include "lib/cjson.h"
+#include "lib/jread.h"
 #include "oracles/rng.h"
 
 #define PY_COMPACT_SRC                                                                                \

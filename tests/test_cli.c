@@ -1,6 +1,6 @@
 /* test_cli.c - the command line: dispatch, help, version, usage errors, `dkb oracle` on the shipped
  * fixtures, and the exact text of malformed-fixture errors (file, JSON Pointer, reason). */
-#include "util.h"
+#include "tests/util.h"
 
 #include <stdio.h>
 #include <stdlib.h>

@@ -1,13 +1,13 @@
 /* test_compare.c - `dkb compare` on the bench runs captured on the H200 and on copies of them with
  * medians, noise, levels or devices changed: which changes it calls same, faster or slower, and the exit
  * code CI gates on. */
-#include "util.h"
+#include "tests/util.h"
 
 #include <stdio.h>
 #include <string.h>
 
 #include "harness/bench.h"
-#include "harness/err.h"
+#include "lib/err.h"
 
 static const char *const RUN = "fixtures/captured/bench-1/bench.json";
 #define KEY64 "376515b4654d69566f8dc9b4188627d823a21c548af496e05b376d9aa6b2624e"

@@ -4,7 +4,7 @@
  * exact reason; index.json validates against schemas/dump.schema.json; and the folder rules hold. The
  * cases are laid out and their o_ref/lse_ref computed here, with the offset formulas of dump.h written
  * out once more in a short float64 loop, independent of oracles/kv_address.h and the decode reference. */
-#include "util.h"
+#include "tests/util.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -13,8 +13,8 @@
 #include <unistd.h>
 
 #include "harness/dump.h"
-#include "harness/jread.h"
-#include "harness/sha256.h"
+#include "lib/jread.h"
+#include "lib/sha256.h"
 #include "oracles/dtype.h"
 
 #define MAXB 4

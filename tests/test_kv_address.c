@@ -1,7 +1,7 @@
 /* test_kv_address.c - K/V address translation of article 0x04 through its C API: the worked offsets,
  * the page trace of [3,9), store-and-recover across six stores, metadata bytes, every layout-check
  * reason, random layouts, and the 0x04J invalid fixtures failing closed with their reasons. */
-#include "util.h"
+#include "tests/util.h"
 
 #include <stdio.h>
 #include <stdlib.h>

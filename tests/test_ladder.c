@@ -1,7 +1,7 @@
 /* test_ladder.c - the ladder's C API (evidence/ladder.h) and the bundle writer (evidence/bundle.h) as
  * `dkb run` uses them: a written bundle claims exactly the level it proves and validates; artifact
  * files are only trusted when the folder is given; terminal-state ceilings. */
-#include "util.h"
+#include "tests/util.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -12,8 +12,8 @@
 
 #include "evidence/bundle.h"
 #include "evidence/ladder.h"
-#include "harness/jread.h"
-#include "harness/sha256.h"
+#include "lib/jread.h"
+#include "lib/sha256.h"
 
 static json_t *load(const char *path) {
   struct dkb_err err;

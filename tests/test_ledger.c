@@ -1,7 +1,7 @@
 /* test_ledger.c - the launch and storage ledgers of article 0x03 through the C API (oracles/ledger.h):
  * ragged bounds, owner grids, both workspace ABIs, reduction path, Q and K/V ledgers, the capacity
  * and head-width tails, and every failure reason of ledger_check (the 0x03J table and its neighbours). */
-#include "util.h"
+#include "tests/util.h"
 
 #include <stdio.h>
 #include <string.h>

@@ -2,7 +2,7 @@
  * worked column, the representability gate, triangle checks, the 10 x 8 tile counts with exact parity,
  * the conservative classifier and interval arithmetic on random masks, tiled == dense, the payload
  * ledger, the document-mask generator, and the 0x06J invalid fixtures failing closed. */
-#include "util.h"
+#include "tests/util.h"
 
 #include <stdio.h>
 #include <stdlib.h>

@@ -1,14 +1,14 @@
 /* test_npy.c - npy_write output is what numpy itself writes: np.load returns the same dtype, shape and
  * bytes for every descr (0-d and zero-length arrays included), np.save of the loaded array reproduces
  * the file byte for byte, and the returned SHA-256 is sha256sum's. Mismatched sizes are refused. */
-#include "util.h"
+#include "tests/util.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "harness/buf.h"
-#include "harness/npy.h"
+#include "lib/buf.h"
+#include "lib/npy.h"
 
 /* Prints "descr shape hex same" where same says np.save of the loaded array gives the file's bytes. */
 static const char *PY_LOAD =

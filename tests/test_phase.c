@@ -1,7 +1,7 @@
 /* test_phase.c - phase integration of article 0x08 through the C API (oracles/phase.h): the cell
  * ledgers of prefill/append/decode/training, bottom-right visibility and the append row trace, the
  * mixed-batch manifest, the append transaction that validates before it mutates, and every reason. */
-#include "util.h"
+#include "tests/util.h"
 
 #include <stdio.h>
 #include <string.h>

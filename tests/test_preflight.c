@@ -2,7 +2,7 @@
  * CPU host without the NVIDIA driver), the JSON schema, --require-level, that no GPU library is loaded,
  * and the state mapping on fake host trees (ready, no_gpu, profiler_unavailable, libcuda in stubs or
  * off the loader path, ld.so.conf includes, a missing NVTX injection library). */
-#include "util.h"
+#include "tests/util.h"
 
 #include <glob.h>
 #include <stdio.h>
@@ -13,7 +13,7 @@
 
 #include <jansson.h>
 
-#include "harness/fsutil.h"
+#include "lib/fsutil.h"
 #include "harness/preflight.h"
 
 static json_t *preflight_json(void) {

@@ -2,7 +2,7 @@
  * compiled into dkb, and tools/gen_provenance.py itself (symbol spans on a sample full of traps,
  * the exact errors for a missing file or symbol, regeneration by the Makefile when a listed file
  * changes). */
-#include "util.h"
+#include "tests/util.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -10,7 +10,7 @@
 #include <sys/stat.h>
 
 #include "harness/provenance.h"
-#include "harness/sha256.h"
+#include "lib/sha256.h"
 
 static const char GEN[] = "/usr/bin/python3 tools/gen_provenance.py";
 

@@ -1,13 +1,13 @@
 /* test_registry.c - backend admission of article 0x07 through the C API: the base call's teaching and
  * plan digests, the seven-case matrix with its exact reason vectors, malformed calls, the forced
  * policy, the plan lifecycle, a second registry table in the same machinery, record verification. */
-#include "util.h"
+#include "tests/util.h"
 
 #include <stdio.h>
 #include <string.h>
 
-#include "harness/cjson.h"
-#include "oracles/registry.h"
+#include "lib/cjson.h"
+#include "dispatch/registry.h"
 
 #define BASE_DIGEST "f4813d5b08179c23e85c587f0da636b380caeb8338e74c0c4a5faa87cd66d2eb"
 #define PLAN_DIGEST "2a378ec0dc32475c6b2cf67212cd405d9184e23d54d27eeb1c57471ad470c3a8"

@@ -2,7 +2,7 @@
  * of visible keys, `dkb run` without a GPU (an honest level-2 bundle, exit codes), NumPy dumps that an
  * independent float64 reference reproduces to 1e-12, `dkb bench` outputs; and on a GPU every decode
  * fixture at level 6 with split = k agreeing with split = 1. */
-#include "util.h"
+#include "tests/util.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -12,10 +12,10 @@
 #include "harness/backends.h"
 #include "harness/bench.h"
 #include "harness/decode_call.h"
-#include "harness/fsutil.h"
+#include "lib/fsutil.h"
 #include "harness/inputs.h"
 #include "harness/plan.h"
-#include "harness/jread.h"
+#include "lib/jread.h"
 #include "kernels/decode.h"
 #include "oracles/compare.h"
 #include "oracles/dtype.h"

@@ -2,7 +2,7 @@
  * FA2 split heuristic, the pinned FlashInfer decode planner, the three work schedules on the 0x09G
  * workload and the FlashDecoding++ guarded shared shift. Expected numbers come from the article or
  * from an independent Python re-expression of the published rules. */
-#include "util.h"
+#include "tests/util.h"
 
 #include <string.h>
 

@@ -1,6 +1,6 @@
 /* test_split_state.c - the split-state algebra of article 0x02 through its C API: the worked
  * three-split trace, the empty identity, the (LSE,O) form, averaging failure and float16 trees. */
-#include "util.h"
+#include "tests/util.h"
 
 #include <math.h>
 #include <string.h>

@@ -2,7 +2,7 @@
  * every fixture's computed level and exact findings (level, reason id, JSON Pointer) as its manifest
  * states, every reason id covered, the independent schema validator agreeing on what is a bundle, the
  * --require-level / --allow-synthetic gate, and the exact text of the human output and of errors. */
-#include "util.h"
+#include "tests/util.h"
 
 #include <stdio.h>
 #include <stdlib.h>

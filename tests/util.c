@@ -1,5 +1,5 @@
 /* util.c - test helpers (see util.h). */
-#include "util.h"
+#include "tests/util.h"
 
 #include <stdio.h>
 #include <stdlib.h>

@@ -1,6 +1,6 @@
 /* libFuzzer target: a contract fixture (dkb oracle's input) from arbitrary bytes: parse and evaluate. */
 #include "fuzz.h"
-#include "oracles/contract.h"
+#include "contracts/contract.h"
 
 static int check(json_t *doc, struct dkb_err *err) {
   struct oracle_outcome o;

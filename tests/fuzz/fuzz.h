@@ -2,8 +2,8 @@
  * and the two ways a target receives its input: JSON text parsed in memory, or a file on disk. */
 #ifndef DKB_FUZZ_H
 #define DKB_FUZZ_H
-#include "harness/err.h"
-#include "harness/jread.h"
+#include "lib/err.h"
+#include "lib/jread.h"
 
 #include <stdint.h>
 #include <stdio.h>

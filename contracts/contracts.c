@@ -1,7 +1,7 @@
 /* contracts.c - the table of contract kinds `dkb oracle` knows (see contract.h).
  * To add a kind: write `int oracle_eval_KIND(...)` (an oracle_eval_fn) next to its oracle, declare it
  * here, add a row, add fixtures under fixtures/contracts/ and its input to schemas/contract.schema.json. */
-#include "contract.h"
+#include "contracts/contract.h"
 
 int oracle_eval_split_state(struct jr *, const json_t *, const char *, json_t **, struct oracle_reject *);
 int oracle_eval_split_state_laws(struct jr *, const json_t *, const char *, json_t **, struct oracle_reject *);

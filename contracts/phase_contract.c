@@ -3,8 +3,8 @@
  * fixture strings, interned to int64 ids; the cache stores one id per position (row_bytes = 8). Each
  * call is checked (manifest, labels, visibility rule, claims, then the append transaction in its
  * declared order) before it is committed, so a later call sees the cache the earlier ones left. */
-#include "contract.h"
-#include "phase.h"
+#include "contracts/contract.h"
+#include "oracles/phase.h"
 
 #include <stdlib.h>
 #include <string.h>

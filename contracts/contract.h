@@ -9,8 +9,8 @@
 
 #include <jansson.h>
 
-#include "harness/err.h"
-#include "harness/jread.h"
+#include "lib/err.h"
+#include "lib/jread.h"
 
 /* Why an oracle refused an input: a stable reason id (snake_case) and a human detail. */
 struct oracle_reject {

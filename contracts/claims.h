@@ -7,7 +7,7 @@
 
 #include <jansson.h>
 
-#include "contract.h"
+#include "contracts/contract.h"
 
 /* Reads the optional object `key` of `in`:
  *   {"bytes": N, "source": "resident_metadata" | "logical_demand" | "profiler_counter",

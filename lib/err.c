@@ -1,5 +1,5 @@
 /* err.c - filling and formatting struct dkb_err (see err.h). */
-#include "err.h"
+#include "lib/err.h"
 
 #include <stdio.h>
 #include <stdlib.h>

@@ -1,8 +1,8 @@
 /* registry.c - dispatch key, semantic validation, admission stages and the admission record
  * (see registry.h). Nothing here knows a particular backend: backends are rows of a table with
  * predicate functions (registry_teaching.c holds the four teaching backends of 0x07D). */
-#include "registry.h"
-#include "harness/cjson.h"
+#include "dispatch/registry.h"
+#include "lib/cjson.h"
 
 #include <math.h>
 #include <stdarg.h>

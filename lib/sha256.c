@@ -1,5 +1,5 @@
 /* sha256.c - SHA-256 via OpenSSL EVP (see sha256.h). */
-#include "sha256.h"
+#include "lib/sha256.h"
 
 #include <errno.h>
 #include <stdio.h>

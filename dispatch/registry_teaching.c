@@ -3,7 +3,7 @@
  * is one capability below; everything else is deliberately broad so that the seven-case matrix shows
  * exactly the article's reasons. The predicates are shared, driven by a capability record: dkb's own
  * CUDA backends write their own predicates (e.g. I: the head dim was compiled in) in their own table. */
-#include "registry.h"
+#include "dispatch/registry.h"
 
 #define BIT(x) (1u << (x))
 

@@ -1,9 +1,9 @@
 /* split_state_contract.c - contract kinds "split_state" and "split_state_laws" (article 0x02):
  * fixture input -> split_state.h calls -> report. The failure table of 0x02I is enforced here:
  * each invalid implementation is executed or checked, and the input is rejected with its reason. */
-#include "contract.h"
-#include "rng.h"
-#include "split_state.h"
+#include "contracts/contract.h"
+#include "oracles/rng.h"
+#include "oracles/split_state.h"
 
 #include <math.h>
 #include <stdlib.h>

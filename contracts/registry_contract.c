@@ -2,8 +2,8 @@
  * (article 0x07): fixture input -> registry.h calls -> report. A fixture may carry a recorded
  * ("claimed") admission or plan-reuse decision; it is checked against the recomputation and an
  * inconsistent one is rejected with the 0x07J failure it commits (admission_verify). */
-#include "contract.h"
-#include "registry.h"
+#include "contracts/contract.h"
+#include "dispatch/registry.h"
 
 #include <stdio.h>
 #include <string.h>

@@ -1,7 +1,7 @@
 /* cjson.c - canonical JSON writer (see cjson.h). jansson's own json_dumps prints reals with %.17g
  * and upper-case escapes, so it cannot produce the canonical form; this walks the tree itself. */
-#include "cjson.h"
-#include "sha256.h"
+#include "lib/cjson.h"
+#include "lib/sha256.h"
 
 #include <math.h>
 #include <stdio.h>

@@ -1,5 +1,5 @@
 /* claims.c - traffic claims against resident and logical ledgers (see claims.h). */
-#include "claims.h"
+#include "contracts/claims.h"
 
 #include <stdint.h>
 

@@ -1,7 +1,7 @@
 /* contract.c - fixture envelope, expectations and the report helpers (see contract.h). */
-#include "contract.h"
-#include "compare.h"
-#include "harness/cjson.h"
+#include "contracts/contract.h"
+#include "oracles/compare.h"
+#include "lib/cjson.h"
 
 #include <math.h>
 #include <stdarg.h>

@@ -1,5 +1,5 @@
 /* parallel.c - pthreads parallel-for (see parallel.h). */
-#include "parallel.h"
+#include "lib/parallel.h"
 
 #include <pthread.h>
 #include <stdatomic.h>

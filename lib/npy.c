@@ -1,12 +1,12 @@
 /* npy.c - the .npy v1.0 writer (see npy.h). */
-#include "npy.h"
+#include "lib/npy.h"
 
 #include <stdio.h>
 #include <string.h>
 
-#include "buf.h"
-#include "fsutil.h"
-#include "sha256.h"
+#include "lib/buf.h"
+#include "lib/fsutil.h"
+#include "lib/sha256.h"
 
 #if !defined(__BYTE_ORDER__) || __BYTE_ORDER__ != __ORDER_LITTLE_ENDIAN__
 #error "npy.c writes host memory as little-endian descrs: port it before building on a big-endian host"

@@ -9,7 +9,7 @@
 
 #include <jansson.h>
 
-#include "err.h"
+#include "lib/err.h"
 
 struct jr {
   const char *file;     /* document name used in messages */

@@ -9,8 +9,8 @@
 
 #include <jansson.h>
 
-#include "buf.h"
-#include "err.h"
+#include "lib/buf.h"
+#include "lib/err.h"
 
 /* Appends the document to out. Fails (DKB_INPUT) only on NaN/Infinity, which JSON cannot hold. */
 int cjson_write(const json_t *j, int indent, struct dkb_buf *out, struct dkb_err *err);

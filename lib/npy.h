@@ -8,7 +8,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "err.h"
+#include "lib/err.h"
 
 /* Most dimensions numpy accepts (NPY_MAXDIMS). */
 #define NPY_MAX_DIMS 32

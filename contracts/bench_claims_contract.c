@@ -3,8 +3,8 @@
  * baselines, estimators, ranges, conflicts, evidence classes, comparability through bench_claims.h)
  * and the twelve invalid promotions of 0x0CI are rejected with their reasons. The report is not a
  * leaderboard: it counts partial coordinates, comparable pairs, conflicts and local evidence. */
-#include "bench_claims.h"
-#include "contract.h"
+#include "oracles/bench_claims.h"
+#include "contracts/contract.h"
 
 #include <math.h>
 #include <stdlib.h>

@@ -5,7 +5,7 @@
 
 #include <stddef.h>
 
-#include "err.h"
+#include "lib/err.h"
 
 /* Writes n bytes to path atomically. Errors are DKB_INTERNAL with the path and errno text. */
 int dkb_write_atomic(const char *path, const void *data, size_t n, struct dkb_err *err);

@@ -4,7 +4,7 @@
 
 #include <stddef.h>
 
-#include "err.h"
+#include "lib/err.h"
 
 int dkb_sha256_buf(const void *data, size_t n, char hex[65], struct dkb_err *err);
 /* Streams the file in 64 KiB chunks; equals `sha256sum`. */

@@ -1,5 +1,5 @@
 /* fsutil.c - atomic file writes and folder creation (see fsutil.h). */
-#include "fsutil.h"
+#include "lib/fsutil.h"
 
 #include <errno.h>
 #include <fcntl.h>

@@ -1,8 +1,8 @@
 /* ledger_contract.c - contract kind "launch_storage" (article 0x03): fixture input -> ledger.h calls ->
  * report. The failure table of 0x03J is enforced by ledger_check on the fixture's launch contract,
  * allocation manifest and claims; each inconsistency rejects the input with its reason. */
-#include "contract.h"
-#include "ledger.h"
+#include "contracts/contract.h"
+#include "oracles/ledger.h"
 
 #include <stdlib.h>
 #include <string.h>

@@ -16,10 +16,10 @@
 
 #include <jansson.h>
 
-#include "dtype.h"
-#include "harness/buf.h"
-#include "harness/err.h"
-#include "harness/jread.h"
+#include "oracles/dtype.h"
+#include "lib/buf.h"
+#include "lib/err.h"
+#include "lib/jread.h"
 
 /* ---- the dispatch key (0x07A) ---------------------------------------------------------------- */
 
@@ -90,7 +90,7 @@ size_t dispatch_key_check(const struct dispatch_key *k, struct admit_reasons *wh
  * the article prints; DK_FULL adds batch, device_index, window, workspace_device, workspace_bytes. */
 enum dk_form { DK_TEACHING, DK_FULL };
 json_t *dispatch_key_to_json(const struct dispatch_key *k, enum dk_form form);
-/* SHA-256 of the canonical form (harness/cjson.h). The base call of 0x07D gives
+/* SHA-256 of the canonical form (lib/cjson.h). The base call of 0x07D gives
  * f4813d5b08179c23e85c587f0da636b380caeb8338e74c0c4a5faa87cd66d2eb in DK_TEACHING form. */
 int dispatch_key_digest(const struct dispatch_key *k, enum dk_form form, char hex[65], struct dkb_err *err);
 /* Reads a key object (the twenty teaching fields required, the DK_FULL extras optional). Types and

@@ -5,11 +5,11 @@
  * A fixture may declare how the implementation under test deviates (interval ends read inclusively,
  * summaries read as membership, the partial mask applied after the update); the deviation is executed
  * and the input is rejected with the 0x06J reason only when the result really differs. */
-#include "claims.h"
-#include "compare.h"
-#include "contract.h"
-#include "mask.h"
-#include "rng.h"
+#include "contracts/claims.h"
+#include "oracles/compare.h"
+#include "contracts/contract.h"
+#include "oracles/mask.h"
+#include "oracles/rng.h"
 
 #include <math.h>
 #include <stdint.h>

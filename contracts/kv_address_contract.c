@@ -4,9 +4,9 @@
  * visible coordinate for every query head back through the reader under test. A fixture may declare
  * how that reader deviates from the contract (the failure rows of 0x04J); the deviation is executed
  * and the input is rejected, with its reason, only when the gather really goes wrong. */
-#include "claims.h"
-#include "contract.h"
-#include "kv_address.h"
+#include "contracts/claims.h"
+#include "contracts/contract.h"
+#include "oracles/kv_address.h"
 
 #include <stdint.h>
 #include <stdio.h>

@@ -1,6 +1,6 @@
 /* buf.c - growable byte buffer (see buf.h). */
-#include "buf.h"
-#include "err.h"
+#include "lib/buf.h"
+#include "lib/err.h"
 
 #include <errno.h>
 #include <stdarg.h>

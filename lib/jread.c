@@ -1,6 +1,6 @@
 /* jread.c - strict JSON reading with JSON Pointer errors (see jread.h). */
-#include "jread.h"
-#include "buf.h"
+#include "lib/jread.h"
+#include "lib/buf.h"
 
 #include <errno.h>
 #include <math.h>

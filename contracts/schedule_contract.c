@@ -4,9 +4,9 @@
  * enforced here: each invalid inference is executed or checked and rejected with its reason. The
  * row "average Flash-Decoding outputs" is the split-state failure of 0x02F and lives there
  * (split_state.invalid.averaging_without_lse). */
-#include "contract.h"
-#include "schedule.h"
-#include "split_state.h"
+#include "contracts/contract.h"
+#include "oracles/schedule.h"
+#include "oracles/split_state.h"
 
 #include <math.h>
 #include <stdio.h>
