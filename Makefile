@@ -36,6 +36,17 @@ LIB_O   += $(GEN_C:.c=.o)
 # empty file of that name so the header compiles as C.
 $(BUILD)/harness/counters.o: CFLAGS += -Itools/cupti_c_shim
 
+# --- backend plugins (include/dkb/backend.h): each plugins/*/plugin.mk appends the libraries it
+# builds to PLUGINS; `make plugins` builds them into $(BUILD)/plugins/, each against its upstream package
+# fetched by tools/fetch-wheel.sh (version and archive SHA-256 pinned in its plugin.mk). Neither `make`
+# nor `make run` needs them; `make test` runs their CPU tests when they are built, and says so when not.
+PLUGINS :=
+PLUGIN_FLAGS := -O3 -std=c++17 -Xcompiler -fPIC,-Wall -shared -cudart shared $(GENCODE) -Iinclude
+-include $(wildcard plugins/*/plugin.mk)
+.PHONY: plugins
+plugins: deps
+	@$(if $(PLUGINS),$(MAKE) --no-print-directory $(PLUGINS),echo "no plugins under plugins/")
+
 .PHONY: all deps test run clean
 all: $(BUILD)/dkb
 

@@ -9,6 +9,14 @@ rewritten only when its text changes, so nothing recompiles needlessly).
       dkb.source-manifest/v1: path + SHA-256 of each source file the chain spec lists, the line span
       of each chain symbol, the commit and dirty flag, and the call-chain graph (levels 1 and 2,
       article 0x0AH). A missing file or symbol fails the build.
+  gen_provenance.py plugin --spec plugins/P/chain.json --deps F.d --compiler=CC --flags=.. --out F.c
+          [--upstream-root DIR --record RECORD --package NAME --package-version V --archive F.whl
+           --archive-sha256 HEX] [--prefix dkb_plugin]
+      Both documents of a backend plugin (include/dkb/backend.h): its source manifest (the chain spec's
+      repository files, every upstream file the compiler read (the .d file) with its SHA-256 checked
+      against the wheel's RECORD, the chain's symbol spans in either) and its build report (compiler,
+      flags, the upstream package, version and archive SHA-256). A chain node with "root": "upstream"
+      names a path under the upstream root.
 
 Each C file defines one `const char NAME[]` holding the document's canonical JSON (keys sorted, no
 spaces: the bytes dkb hashes). Errors: "gen_provenance: error: FILE: /json/pointer: reason", exit 1."""
@@ -269,8 +277,9 @@ def load_spec(path):
     seen = set()
     for k, node in enumerate(nodes):
         ptr = f"/nodes/{k}"
-        need(isinstance(node, dict) and set(node) == {"symbol", "layer", "path"}, ptr,
-             "must be an object with exactly symbol, layer and path")
+        need(isinstance(node, dict) and {"symbol", "layer", "path"} <= set(node) <= {"symbol", "layer", "path", "root"},
+             ptr, "must be an object with symbol, layer, path and optionally root")
+        need(node.get("root", "repo") in ("repo", "upstream"), f"{ptr}/root", "must be \"repo\" or \"upstream\"")
         for key in ("symbol", "layer", "path"):
             need(isinstance(node[key], str) and node[key], f"{ptr}/{key}", "must be a non-empty string")
         need(re.fullmatch(r"[A-Za-z_]\w*", node["symbol"]), f"{ptr}/symbol", "must be a C identifier")
@@ -328,6 +337,128 @@ def source_manifest(spec_path):
     }
 
 
+def read_deps(path):
+    """The prerequisites of a make-style .d file (nvcc -MD / -M output), in order, without duplicates."""
+    try:
+        with open(path, encoding="utf-8") as f:
+            text = f.read().replace("\\\n", " ")
+    except OSError as e:
+        raise GenError(f"{path}: cannot open: {e.strerror}")
+    deps = []
+    for line in text.splitlines():
+        if ":" not in line:
+            continue
+        for d in line.split(":", 1)[1].split():
+            if d not in deps:
+                deps.append(d)
+    return deps
+
+
+def read_record(path):
+    """{path: (sha256 hex, size)} of a wheel's RECORD (hashes there are urlsafe base64, no padding)."""
+    import base64
+    import csv
+    out = {}
+    try:
+        with open(path, encoding="utf-8", newline="") as f:
+            for row in csv.reader(f):
+                if len(row) < 2 or not row[1].startswith("sha256="):
+                    continue
+                b64 = row[1][len("sha256="):]
+                out[row[0]] = (base64.urlsafe_b64decode(b64 + "=" * (-len(b64) % 4)).hex(), int(row[2] or 0))
+    except OSError as e:
+        raise GenError(f"{path}: cannot open: {e.strerror}")
+    return out
+
+
+def plugin_manifest(a):
+    """The source manifest of a plugin: repository files of its chain spec, then every upstream file the
+    compiler read, each checked against RECORD."""
+    spec = load_spec(a.spec)
+    root = os.path.realpath(a.upstream_root) if a.upstream_root else None
+    repo = os.path.realpath(".")
+    record = read_record(a.record) if a.record else {}
+    repo_paths, up_paths = [], []
+    for n in spec["nodes"]:
+        (up_paths if n.get("root") == "upstream" else repo_paths).append(n["path"])
+    repo_paths += spec.get("files", [])
+    for d in read_deps(a.deps):
+        r = os.path.realpath(d)
+        if root and r.startswith(root + os.sep):
+            up_paths.append(os.path.relpath(r, root))
+        elif r.startswith(repo + os.sep) and not os.path.relpath(r, repo).startswith("build" + os.sep):
+            repo_paths.append(os.path.relpath(r, repo))
+    repo_paths = list(dict.fromkeys(repo_paths))
+    up_paths = list(dict.fromkeys(up_paths))
+    for p in repo_paths:
+        if not os.path.isfile(p):
+            raise GenError(f"{a.spec}: source file '{p}' does not exist")
+    files = []
+    commit, dirty, matches = repo_state(repo_paths)
+    for p in repo_paths:
+        files.append({"path": p, "root": "repo", "sha256": sha256_file(p), "size": os.path.getsize(p),
+                      "matches_commit": matches.get(p, False)})
+    for p in up_paths:
+        full = os.path.join(root, p)
+        if not os.path.isfile(full):
+            raise GenError(f"{a.spec}: upstream file '{p}' does not exist under {a.upstream_root}")
+        h = sha256_file(full)
+        if p not in record:
+            raise GenError(f"{a.record}: no RECORD entry for '{p}', which the compiler read")
+        if record[p][0] != h:
+            raise GenError(f"{a.record}: '{p}' has SHA-256 {h}, RECORD says {record[p][0]}")
+        files.append({"path": p, "root": "upstream", "sha256": h, "size": os.path.getsize(full),
+                      "record_sha256": record[p][0]})
+    symbols = []
+    for k, node in enumerate(spec["nodes"]):
+        path = os.path.join(root, node["path"]) if node.get("root") == "upstream" else node["path"]
+        with open(path, encoding="utf-8", errors="surrogateescape") as f:
+            defs = find_definitions(f.read(), node["symbol"])
+        if not defs:
+            raise GenError(f"{a.spec}: /nodes/{k}/symbol: no definition of '{node['symbol']}' in {node['path']}")
+        first, last, kind = defs[0]  # an overloaded upstream symbol: the first definition, in file order
+        symbols.append({"symbol": node["symbol"], "path": node["path"], "kind": kind, "span": [first, last]})
+    doc = {
+        "schema": "dkb.source-manifest/v1",
+        "spec": a.spec,
+        "commit": commit,
+        "dirty": dirty,
+        "files": files,
+        "symbols": symbols,
+        "chain": {"nodes": [dict(n) for n in spec["nodes"]], "edges": [dict(e) for e in spec.get("edges", [])]},
+    }
+    if root:
+        doc["upstream"] = upstream(a)
+        doc["upstream"]["dir"] = os.path.relpath(root, repo)
+    return doc
+
+
+def upstream(a):
+    """The pinned upstream package of a plugin; the archive must hash to its pin."""
+    got = sha256_file(a.archive)
+    if got != a.archive_sha256:
+        raise GenError(f"{a.archive}: SHA-256 {got}, the pin says {a.archive_sha256}")
+    return {"package": a.package, "version": a.package_version, "archive": os.path.basename(a.archive),
+            "archive_sha256": a.archive_sha256}
+
+
+def plugin_build_report(a):
+    commit, dirty, _ = repo_state()
+    path, line, text = tool_version(a.compiler, lambda l: "release" in l or "gcc" in l or "clang" in l)
+    doc = {
+        "schema": "dkb.build-report/v1",
+        "dkb_version": "plugin",
+        "commit": commit,
+        "dirty": dirty,
+        "build_host": socket.gethostname(),
+        "compilers": {"plugin": {"command": a.compiler, "path": path, "version": line, "version_text": text}},
+        "flags": a.flags,
+    }
+    if a.upstream_root:
+        doc["upstream"] = upstream(a)
+    return doc
+
+
 def tool_version(cmd, pick):
     """(resolved path, picked version line, full version text) of a compiler."""
     argv = shlex.split(cmd)
@@ -370,15 +501,17 @@ def build_report(a):
     }
 
 
-def c_source(symbol, doc, origin):
+def c_literal(symbol, doc):
     text = canonical(doc)
     assert text.isascii()
-    # escaping piece by piece keeps every escape sequence inside one string literal
     pieces = [text[i:i + 100].replace("\\", "\\\\").replace('"', '\\"') for i in range(0, len(text), 100)]
     body = "\n".join(f'    "{c}"' for c in pieces)
+    return f"const char {symbol}[] =\n{body};\n"
+
+
+def c_source(symbol, doc, origin):
     return (f"/* generated by tools/gen_provenance.py {origin}; do not edit */\n"
-            f'#include "harness/provenance.h"\n\n'
-            f"const char {symbol}[] =\n{body};\n")
+            f'#include "harness/provenance.h"\n\n' + c_literal(symbol, doc))
 
 
 def write_if_changed(path, text):
@@ -406,8 +539,20 @@ def main(argv):
     s.add_argument("--spec", required=True)
     s.add_argument("--out", required=True)
     s.add_argument("--json", help="also write the document itself (for tests)")
+    g = sub.add_parser("plugin")
+    for opt in ("spec", "deps", "compiler", "flags", "out"):
+        g.add_argument("--" + opt, required=True)
+    for opt in ("upstream-root", "record", "package", "package-version", "archive", "archive-sha256", "prefix"):
+        g.add_argument("--" + opt)
     a = p.parse_args(argv)
     try:
+        if a.what == "plugin":
+            pre = a.prefix or "dkb_plugin"
+            text = (f"/* generated by tools/gen_provenance.py plugin --spec {a.spec}; do not edit */\n"
+                    + c_literal(pre + "_source_manifest_json", plugin_manifest(a))
+                    + c_literal(pre + "_build_report_json", plugin_build_report(a)))
+            write_if_changed(a.out, text)
+            return 0
         if a.what == "build-report":
             write_if_changed(a.out, c_source("dkb_build_report_json", build_report(a), "build-report"))
         else:

@@ -9,9 +9,9 @@
  *
  * One call goes through a backend like this (dkb owns every buffer, the stream and the timing):
  *
- *   admit(call)              scalars only: may the backend run this call? every failed check is one
+ *   admit(self, call)        scalars only: may the backend run this call? every failed check is one
  *                            reason with its factor letter (article 0x07B), none means eligible
- *   plan(call, &plan)        host arrays readable: what it will launch (splits, workspaces and their
+ *   plan(self, call, &plan)  host arrays readable: what it will launch (splits, workspaces and their
  *                            kinds, kernels, conventions, a plan document); returns its state
  *   -- dkb allocates the workspaces, zeroes the zero-on-first-use ones --
  *   setup(state, call, ws)   device pointers valid: upload plan data into persistent workspaces; may
@@ -207,8 +207,12 @@ struct dkb_backend {
   const char *version;       /* the backend's own version, e.g. the upstream package version */
   int32_t priority;          /* lower is preferred by auto selection; unique among loaded backends */
   const char *role;          /* one line for people */
-  int (*admit)(const struct dkb_call *call, struct dkb_reason *reasons, int cap, int *n);
-  int (*plan)(const struct dkb_call *call, struct dkb_plan *plan, void **state);
+  void *user;                /* the backend's own data (self->user in admit and plan); dkb never reads it */
+  /* reasons[0..*n) receives one entry per failed check, at most cap (DKB_MAX_REASONS) */
+  int (*admit)(const struct dkb_backend *self, const struct dkb_call *call, struct dkb_reason *reasons, int cap,
+               int *n);
+  /* *state: the backend's per-call state, passed to everything below */
+  int (*plan)(const struct dkb_backend *self, const struct dkb_call *call, struct dkb_plan *plan, void **state);
   int (*setup)(void *state, const struct dkb_call *call, void *const *ws, void *stream);
   int (*launch)(void *state, const struct dkb_call *call, void *const *ws, void *stream);
   void (*release)(void *state);
