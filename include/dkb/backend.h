@@ -12,7 +12,9 @@
  *   admit(self, call)        scalars only: may the backend run this call? every failed check is one
  *                            reason with its factor letter (article 0x07B), none means eligible
  *   plan(self, call, &plan)  host arrays readable: what it will launch (splits, workspaces and their
- *                            kinds, kernels, conventions, a plan document); returns its state
+ *                            kinds, kernels, conventions, a plan document); returns its state. May query
+ *                            the device (properties, occupancy) and allocate host memory; must not
+ *                            allocate device memory, copy to the device or launch
  *   -- dkb allocates the workspaces, zeroes the zero-on-first-use ones --
  *   setup(state, call, ws)   device pointers valid: upload plan data into persistent workspaces; may
  *                            synchronize; not timed
