@@ -267,8 +267,8 @@ json_t *backend_set_to_json(const struct backend_set *s) {
   json_t *arr = json_array();
   for (size_t i = 0; i < s->n; i++) {
     const struct backend_info *b = &s->v[i];
-    json_t *o = json_pack("{s:s,s:s,s:i,s:s}", "name", b->t->name, "version", b->t->version, "priority",
-                          (int)b->t->priority, "role", b->t->role ? b->t->role : "");
+    json_t *o = json_pack("{s:s,s:s,s:i,s:s,s:s?}", "name", b->t->name, "version", b->t->version, "priority",
+                          (int)b->t->priority, "role", b->t->role ? b->t->role : "", "admits", b->t->admits);
     if (!b->lib) {
       json_object_set_new(o, "source", json_string("builtin"));
     } else {

@@ -61,7 +61,7 @@ int dkb_plugin_open(const char *path, struct dkb_plugin_lib *lib, struct dkb_err
   memset(lib, 0, sizeof *lib);
   snprintf(lib->path, sizeof lib->path, "%s", path);
   struct stat st;
-  if (stat(path, &st)) return dkb_err_set(err, DKB_ENV, path, "", "cannot load plugin: no such file");
+  if (stat(path, &st)) return dkb_err_set(err, DKB_INPUT, path, "", "cannot load plugin: no such file");
   if (!S_ISREG(st.st_mode)) return dkb_err_set(err, DKB_INPUT, path, "", "cannot load plugin: not a regular file");
   if (!realpath(path, lib->realpath)) snprintf(lib->realpath, sizeof lib->realpath, "%s", path);
   if (dkb_sha256_file(path, lib->sha256, err)) return -1;
@@ -73,7 +73,10 @@ int dkb_plugin_open(const char *path, struct dkb_plugin_lib *lib, struct dkb_err
   lib->handle = dlopen(buf, RTLD_NOW | RTLD_LOCAL);
   if (!lib->handle) {
     const char *e = dlerror();
-    return dkb_err_set(err, DKB_ENV, path, "", "cannot load plugin: %s", e ? e : "dlopen failed");
+    e = e ? e : "dlopen failed";
+    /* a file that is no loadable object is bad input; a dependency or symbol the machine lacks is its own */
+    const int env = strstr(e, "cannot open shared object file") || strstr(e, "undefined symbol") || strstr(e, "version `");
+    return dkb_err_set(err, env ? DKB_ENV : DKB_INPUT, path, "", "cannot load plugin: %s", e);
   }
   dlerror();
   dkb_plugin_entry_fn entry;

@@ -1,9 +1,9 @@
 /* plugin.h - loading one backend plugin (include/dkb/backend.h) from a shared library file.
- * A plugin is refused before any backend of it is asked anything: a file that does not load
- * (dlopen's reason: missing, not ELF, a missing dependency) is the environment's (DKB_ENV); one that
- * loads but is not a dkb plugin of this ABI (no entry point, another abi_version, a malformed table,
- * a source manifest or build report that is not its JSON document) is malformed input (DKB_INPUT).
- * Each error names the file and the reason. A plugin that crashes takes the process down: dkb runs
+ * A plugin is refused before any backend of it is asked anything. A missing file, one that is no
+ * loadable object, or one that loads but is not a dkb plugin of this ABI (no entry point, another
+ * abi_version, a malformed table, a source manifest or build report that is not its JSON document) is
+ * malformed input (DKB_INPUT); a dependency the machine lacks (a library dlopen cannot find, a symbol
+ * or symbol version missing) is the environment's (DKB_ENV). Each error names the file and the reason. A plugin that crashes takes the process down: dkb runs
  * it in its own process, as it does its own kernels. */
 #ifndef DKB_PLUGIN_H
 #define DKB_PLUGIN_H
