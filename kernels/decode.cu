@@ -147,11 +147,9 @@ Combine combine_for(int nt, int dsplit) {
 }
 // With many slots per request (a long request split hundreds of ways: few rows, so each row's slots must
 // be read in parallel) each row is split into CTAs of 32 dims, so the payloads (slots x d_v x 4 bytes)
-// are read by d_v / 32 SMs, not one; 8 warps each (32 warps per CTA measured 0.9 us slower at B1
-// T131072, 26.1 vs 25.2 us, H200, two rounds). Else one CTA of 8 warps per row (32 warps where d_v is
-// no multiple of 32). Tried and not kept (H200, three rounds): narrower CTAs (16 or 8 dims: 64 or 128
-// CTAs at B1 T131072) and CTAs of 32 dims from 16 slots per request on (B1 T32768, 32 slots); none was
-// faster (8 dims: T131072 paged 1.4 % slower). The merge is latency, not the bytes one SM reads.
+// are read by d_v / 32 SMs, not one; 8 warps each, which measured faster than 32. Else one CTA of 8 warps
+// per row (32 warps where d_v is no multiple of 32). Narrower CTAs, or CTAs of 32 dims from fewer slots
+// on, were no faster: the merge is latency, not the bytes one SM reads (docs/kernels.md, "Combine kernel").
 Combine pick_combine(const dkb_decode_params &p) {
   const bool ws_bf16 = p.abi == DKB_ABI_LSE_O && p.ws_o_dtype == DKB_KDT_BF16;
   const int nt = p.B > 0 && p.total_slots / p.B >= 64 ? 1024 : 256;

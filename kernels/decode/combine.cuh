@@ -12,28 +12,12 @@ namespace {
 // slots w, w + NW, ... of each chunk of NT, four dims per lane. Every load after the producer's completion
 // is issued at once where it can be: the scalars of the first NT slots and each warp's first PB payloads
 // together, before the frame and the weights are known (a slot with weight 0, empty or negligible, is
-// then skipped by a select, so an empty slot's payload is read but never added). The old chain (validity,
-// then m and l, then weights and a compacted list, then payloads) was four dependent L2 round trips,
-// 7.3 us at B1 T131072 (8 rows x 256 slots, H200, ncu with warm caches); the call went 29.2 -> 28.5 us
-// with this one (and the fused merge's one round trip fewer, same machine). With many slots one CTA per
-// row still read the row's whole payload (256 slots x 512 bytes at B1 T131072) through one SM: 7.2 us in
-// ncu (cold caches) against 24 us for the producer; CTAs of 32 dims spread it over d_v / 32 SMs, each
-// lane group of a warp taking every fourth slot. The order of every sum is fixed (slot order within a
-// lane, then a fixed shuffle tree, warps in order): the result is deterministic. Where the time goes
-// (H200, per-CTA %globaltimer, B1 T131072, 8 rows x 256 slots in 32 CTAs): the wait returns 0.67 us after
-// the last producer CTA exits; then loads and frame 0.96 us, weights and sums 0.54, the cross-warp
-// reduction 0.26, stores 0.29 (a second pass over the same slots: 0.74, 0.58, 0.16, 0.22). Tried and not
-// kept: each lane merging its own slots in a frame of its own, with no CTA-wide maximum first (scalars
-// and payloads of a lane's slots in one batch, then a tree that rescales to the larger frame): 2.2 us
-// slower at B1 T131072, 1.2 at T32768 (same machine, three rounds). Nor waiting on an arrival count
-// instead of griddepcontrol.wait (each producer CTA a barrier and a red.release.gpu after its stores,
-// the combine's thread 0 spinning on ld.acquire.gpu, the last reader zeroing the count): 0.5 us slower
-// at T131072 (25.1 -> 25.6 us), 0.5 at 128 and 512 slots (H200, three rounds, 35 of 35 fixtures correct).
-// Nor a dry pass to warm the instruction cache (the whole merge run once before griddepcontrol.wait on
-// whatever the workspace held, storing nothing, then for real): B1 T131072 24.42-24.45 -> 25.95-26.14 us,
-// T32768 37.95-37.98 -> 39.36-39.49, window 4096 12.29-12.35 -> 13.79; with the producer triggering its
-// dependents at entry, so that pass ran while it streamed: 25.57-25.60, 39.01-39.07 and 13.73-13.89; the
-// other shapes within noise (H200, same machine, two rounds, 35 of 35 fixtures correct).
+// then skipped by a select, so an empty slot's payload is read but never added), not as a chain of
+// dependent L2 round trips. With many slots one CTA per row would read the row's whole payload through one
+// SM; CTAs of 32 dims spread it over d_v / 32 SMs, each lane group of a warp taking every fourth slot. The
+// order of every sum is fixed (slot order within a lane, then a fixed shuffle tree, warps in order): the
+// result is deterministic. What this measured, a timeline, and the merges tried and not kept:
+// docs/kernels.md, "Combine kernel".
 template <typename T, typename WS, int NT, int LPS>
 __global__ void __launch_bounds__(NT) decode_split_kv_combine(const dkb_decode_params p) {
   // LPS lanes share a slot (four dims each): 32 covers 128 dims per warp and pass; 8 covers the CTA's

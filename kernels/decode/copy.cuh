@@ -14,8 +14,7 @@ namespace {
 // These copies carry no L2 cache hint. ptxas (CUDA 13) compiles cp.async with an L2::cache_hint policy
 // into code that names a memory descriptor in a uniform register it never writes (cuobjdump -sass:
 // desc[UR1], no write of UR1): "illegal instruction" on the GPU, in whichever instances a code change
-// happens to tip over (a build with every producer hinted: 37 of 43 functions; small changes to the copy
-// loop moved it onto the d = 128 tensor-core producers). The evict-first hint now rides on the TMA boxes
+// happens to tip over (docs/kernels.md, "Copies"). The evict-first hint rides on the TMA boxes instead
 // (tma_box); tools/sass-check.py finds such descriptors in a build.
 __device__ __forceinline__ uint64_t evict_first() {
   uint64_t pol;
@@ -34,13 +33,9 @@ template <int N> __device__ __forceinline__ void cp_async_wait() { asm volatile(
 // one thread ([d, H_kv, rows] maps, boxes of 64 dims x 1 head x box_rows keys, 128-byte swizzle) that
 // complete on an mbarrier of the stage. Edge tiles keep cp.async: they zero-fill keys outside the item,
 // which a box cannot. on = 0: no maps (other layouts, or the encoder refused): every tile takes cp.async.
-// Against 16-byte cp.async per thread (H200, same machine, alternating, two rounds): paged B16 T8192
-// 135.2 -> 129.1 us, B8 T16384 506.5 -> 486.0, B1 T32768 44.3 -> 41.7, B4 T4096 graph 27.2 -> 25.0;
-// window 1024 25.7 -> 23.9; contiguous B16 128.1 -> 126.9, B1 T131072 27.7 -> 26.7, B8 480.4 -> 485.2,
-// ragged 312.3 -> 314.6. Part of it is that a stage's next tile is now in flight while the current one
-// is awaited. Boxes without the evict-first hint: 1-5 % slower; L2 promotion 256 B: 8 % slower at B16.
-// A page's boxes as K, K, V, V instead of K, V, K, V (both halves of a row back to back): no change
-// (H200, three rounds: paged B16 126.5-126.9 vs 126.7-127.2 us, T131072, B8 and T32768 paged the same).
+// Faster than 16-byte cp.async per thread on most shapes, paged ones most, partly because a stage's next
+// tile is in flight while the current one is awaited; the boxes' evict-first hint and 128-byte L2
+// promotion each measured faster than without (docs/kernels.md, "TMA boxes").
 struct KvMaps {
   CUtensorMap k, v;
   int on, box_rows;

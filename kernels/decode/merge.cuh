@@ -72,20 +72,13 @@ __device__ __forceinline__ void merge_payload(const void *ws, int64_t u0, int64_
 }
 
 // ---- fused combine: the last CTA of a (request, K/V head) group merges the group's slots (0x03C) -----
-// One launch instead of two, for at most kFusedSlots slots per request: one L2 round trip of payloads. Measured
-// on the H200 against the PDL-launched combine kernel: equal within noise at 2-29 slots per request, 1.5-2 us
-// faster on the split-2 sliding-window call; a first version that re-read the slot scalars per pass and fenced
-// every thread was 2 us slower at 7-29 slots. Measured again with the TMA producer (same machine, two rounds):
-// at 32 slots the kernel wins (B1 T32768 40.0 -> 38.5 us, window 4096 14.9 -> 13.2): one SM reading 64 KB of
-// slots took 3.5 us in the last CTA (two round trips of 1.1-1.3 us each, %globaltimer), after a 1 us arrival
-// atomic; at 8 and 6 slots fused stays ahead or even (B4 T4096 graph 23.9 vs 23.5, ragged 307 vs 311). Every
-// producer CTA publishes its slot (stores, barrier, one release) and then counts itself in; the CTA whose count
-// completes the request's slots reads them back from L2 (ld.cg: L1 is not coherent across SMs), writes O and
-// LSE and resets the counter for the next call (graph replay needs no memset). One warp per query row, four
-// dims per lane (d_v <= 128), slots summed in slot order whichever CTA is last: deterministic. Tried and not
-// kept: staging every payload (up to 64 KB) into the free pipeline stages with cp.async in one round trip and
-// summing from shared memory (H200, two rounds: B1 T32768 40.9 -> 44.1 us, window 4096 14.3 -> 18.1 us, ragged
-// and B16 unchanged).
+// One launch instead of two, for at most kFusedSlots slots per request: one L2 round trip of payloads. With
+// more slots the combine kernel, which spreads the rows over CTAs, wins: here the last CTA alone reads every
+// slot of its group (docs/kernels.md, "Fused combine"). Every producer CTA publishes its slot (stores,
+// barrier, one release) and then counts itself in; the CTA whose count completes the request's slots reads
+// them back from L2 (ld.cg: L1 is not coherent across SMs), writes O and LSE and resets the counter for the
+// next call (graph replay needs no memset). One warp per query row, four dims per lane (d_v <= 128), slots
+// summed in slot order whichever CTA is last: deterministic.
 template <typename T, int NT>
 __device__ void fused_combine(const dkb_decode_params &p, int b, int h, int g, int *last) {
   const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
@@ -113,7 +106,7 @@ __device__ void fused_combine(const dkb_decode_params &p, int b, int h, int g, i
     const int64_t r0 = (int64_t)hq * C + i;
     // Lane k holds slot s0 + k's scalars (a fused plan has at most kFusedSlots per request); merge_payload
     // loads the payloads in the same round trip: one L2 round trip fewer on the call's critical path, the
-    // last CTA (H200 timeline: scalars then payload took 0.5-1 us and 0.8-4.4 us there).
+    // last CTA.
     const int s = s0 + lane;
     bool v = false;
     float ms = -INFINITY, ls = 0.f;
@@ -142,18 +135,10 @@ __device__ void fused_combine(const dkb_decode_params &p, int b, int h, int g, i
 }
 
 // Largest cluster a plan runs (cluster_merge): a cluster's CTAs must be co-scheduled on one GPC, which
-// costs more than the global merge it saves beyond 2 (H200, same machine, two rounds against the global
-// fused merge: 2 CTAs B16 T8192 -0.5 %, paged -0.4 %, window 1024 -3.1 %, 4 documents -2.1 %; 3 CTAs
-// B16 T8192 +38 %, window 1024 +45 %; 4 CTAs B16 -0.6 %, B4 T4096 graph -1.6 %, window 1024 +3 %; 8 CTAs
-// B4 T4096 +1.2 %, paged graph +3.7 %). Nor do clusters of 2 or 4 K/V heads x 2 slots, which would put
-// the heads that share a paged page on one GPC: B16 T8192 contiguous 124.2 -> 137.4-138.2 us, paged
-// 126.8 -> 135.0-135.7, window 1024 23.9 -> 25.1 (H200, three rounds; 35 of 35 fixtures correct).
-// Nor clusters as a launch shape alone: at 2 CTAs per SM the H200 holds 264 CTAs in clusters of 1 or 2 but
-// 248, 240 and 224 in clusters of 4, 8 and 16 (cudaOccupancyMaxActiveClusters of a kernel held to 2 CTAs
-// per SM), so a plan of 256 CTAs takes two waves. The unfused producer launched in clusters of 4-16 items,
-// no merge: B1 T131072 25.6 -> 33.0-33.9 us, T32768 38.7 -> 51.7-54.0, B4 T4096 graph 24.0 -> 33.1-34.0,
-// window 4096 12.8 -> 18.4-18.6, ragged in clusters of 4 307 -> 353; in clusters of 2 +0.0-0.4 us, ragged
-// +0.5-0.6 % (H200, two rounds).
+// costs more than the global merge it saves beyond 2. Larger clusters also hold fewer CTAs at once: at 2
+// CTAs per SM the H200 holds 264 CTAs in clusters of 1 or 2 but 248, 240 and 224 in clusters of 4, 8 and
+// 16 (cudaOccupancyMaxActiveClusters of a kernel held to 2 CTAs per SM), so a plan of 256 CTAs takes two
+// waves. Measured, with clusters of K/V heads: docs/kernels.md, "Cluster merge".
 constexpr int kClusterMax = 2;
 
 // ---- cluster merge: a request's S CTAs of one K/V head merge their states in distributed shared memory --
@@ -163,7 +148,7 @@ constexpr int kClusterMax = 2;
 // barrier the S CTAs split the group's rows x 4-dim units and read the S states through DSMEM, then wait
 // at a second barrier so no CTA's shared memory is released while another reads it. No global
 // workspace, no arrival counter, no L2 round trip on the call's tail (the fused merge's atomic, scalar
-// and payload round trips were 2.3-5 us of the last CTA, H200 timeline). The weights are those of
+// and payload round trips). The weights are those of
 // fused_combine, and add_slots sums them in rank (slot) order: deterministic.
 template <typename T, int D_PAD>
 __device__ void cluster_merge(const dkb_decode_params &p, int b, int h, int g, float *cl_u) {

@@ -17,24 +17,17 @@ namespace {
 // (0x02B). P is rounded to the storage dtype for the P.V product, as FlashAttention-2 does; scores,
 // max, sum and O accumulate in fp32. K/V rows are 16-byte-chunk swizzled (chunk ^ row % 8) so ldmatrix
 // reads are free of bank conflicts.
-// Occupancy beat pipeline depth here when the loads were cp.async (measured on the H200, B16 T8192: 0.73 ->
-// 0.83 of the roofline): two stages of 32 KB, Q fragments re-read from shared memory each tile and at most 168
-// registers gave 3 CTAs (12 warps) per SM, where three stages and Q in registers gave 2. With TMA tiles the
-// kernels are now built for 2 CTAs per SM (__launch_bounds__(128, 2), at the kernels below), still two
-// stages. Measured again with the final planner (at most 2 CTAs per SM filled): three stages at 2 CTAs per
-// SM lose on every shape (B16 T8192 0.73 vs 0.86, B4 T4096 0.38
-// vs 0.44, ragged 0.67 vs 0.76). Measured a third time with TMA tiles (three stages, 2 CTAs per SM, built with
-// the tensormap prefetch that alone changed nothing; H200, same machine, two rounds): no faster even where at
-// most 2 CTAs per SM run (B16 T8192 124.1 -> 124.5 us, paged 126.7 -> 127.2, B8 T16384 473.5 -> 476.2, B1
-// T131072 25.8 -> 26.3; ragged 308.8 -> 307.8): the loop already streams at the roofline (B16: 537 MB in 118 us
-// after the prologue, %globaltimer), so more bytes in flight per CTA buy nothing.
+// Two stages of 32 KB, Q fragments re-read from shared memory each tile, 2 CTAs per SM
+// (__launch_bounds__(128, 2), at the kernels below): three stages lose or gain nothing, because the loop
+// already streams at the roofline, so more bytes in flight per CTA buy nothing (docs/kernels.md, "Two
+// stages, two CTAs per SM").
 template <int D_PAD>
 struct MmaCfg {
   static constexpr int NT = 128, NW = 4, NTOK = 64, ROWS = 16, CH = D_PAD / 8, ST = 2;
   static constexpr int TILE_BYTES = NTOK * D_PAD * 2, STAGE_BYTES = 2 * TILE_BYTES;
   static constexpr int Q_BYTES = ROWS * D_PAD * 2;
   // The warps' O rows for the merge, padded so a warp's float2 stores (8 rows x 4 lanes) hit distinct
-  // banks: unpadded, the 8-way conflicts made the merge 0.7 us of a 2.9 us epilogue (H200 timeline).
+  // banks: unpadded, they conflict 8 ways.
   static constexpr int RS = D_PAD + 8;
   static constexpr int RED_BYTES = NW * ROWS * RS * 4 + 3 * NW * ROWS * 4 + 2 * ROWS * 4;
   // A cluster plan's state of this CTA (the workspace ABI's fields, fp32) for the other CTAs to read:
@@ -86,37 +79,21 @@ __device__ __forceinline__ void producer_mma(const dkb_decode_params &p, const K
   unsigned char *stages = smem, *q_s = smem + K::ST * K::STAGE_BYTES;
   const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5, item = blockIdx.y + blockIdx.z * gridDim.y, h = blockIdx.x;
   if (item >= p.n_items) return;  // the last z slice of a plan with more than 65535 items
-  // Tried and not kept: for plans whose items follow item = b * S + r (equal lengths and splits), S, the
-  // chunk and the base stride as parameters and a (H_kv, S, B) grid, the item's fields taken from the block
-  // indices instead of these loads: B1 T131072 25.86-25.98 -> 26.18-26.27 us, and B16 paged, a cluster plan
-  // that never took that path, 128.7-128.9 -> 131.9-132.6 (H200, same machine, three rounds).
   const int b = p.item_b[item];
   const int64_t lo = p.item_lo[item], hi = p.item_hi[item];
   const int g = p.H_q / p.H_kv, C = p.C, R = g * C;
   const int64_t N = p.item_n[item], q_first = N - C, base = p.item_base[item];
   // EARLY: the item's slot index is loaded here, with its other fields, not in the epilogue, where the
-  // last CTA waited on it (0.13-0.80 us, median 0.19, in the timeline below). H200, same machine, three
-  // rounds, 36 of 36 fixtures correct: B1 T131072 24.42-24.51 -> 24.26-24.35 us, T32768 37.89-37.98 ->
-  // 37.73-37.86, B16 contiguous 123.78-123.84 -> 123.52-123.58, B4 graph within noise (23.55-23.81 ->
-  // 23.58-23.78). In the one kernel of all layouts it had cost ragged (paged) 0.1 % (the trial below).
+  // last CTA waited on it; only in the EARLY instances, as in the one kernel of all layouts it had cost
+  // ragged (paged) calls (docs/kernels.md, "The prologue").
   const int slot_early = EARLY ? p.item_slot[item] : 0;
   const float scale2 = p.scale * kLog2e;
   // EARLY (contiguous and ragged NHD caches, producer_for): the item's first whole tile goes out on TMA
   // as soon as the item's fields arrive, before Q's loads, the pipe's set-up and the first barrier (about
   // 860 instructions of prologue to the first UTMALDG before); pipe.issued() records it. Not SKIP, not
-  // FlashMask (its summary would need a load first). Measured on the H200 (s26, same machine, alternating,
-  // two rounds, 35 of 35 fixtures correct): B16 contiguous 124.03-124.06 -> 123.49-123.52 us, T32768
-  // 38.40-38.53 -> 37.98, T131072 24.83-25.25 -> 24.48-24.61, B4 graph 24.10-24.29 -> 23.90-23.97. In the
-  // same kernel as the paged calls it cost them 0.4-0.8 us though they never took it (B16 paged 128.6-128.7
-  // -> 129.1-129.5, ragged 310.7 -> 311.9-312.8), and so did issuing the paged first tile from four page
-  // ids read by thread 0 (B16 paged 129.25): hence its own instantiation, with which paged moved by
-  // +0.2 us (B16 paged 125.98-126.02 -> 126.21-126.24, ragged and window 4096 within noise).
-  // Tried on top of it and not kept: the CTAs among the first three quarters to issue their last tile
-  // prefetching into L2 (cp.async.bulk.prefetch.tensor) the last 2 (or 4) tiles of 32 others that their
-  // owners had not yet requested (progress in a global array, rank by atomicInc), so DRAM would not idle
-  // while the last splits finish: every contiguous shape slower (H200, same machine, three rounds, 35 of
-  // 35 fixtures correct): B16 126.18-126.21 -> 136.77-136.99 us (4 tiles: 144.54-144.61), T32768
-  // 38.59-38.66 -> 40.42-40.58, T131072 24.80-24.83 -> 25.38-25.44, B4 graph 23.97-24.29 -> 24.67-24.74.
+  // FlashMask (its summary would need a load first). In the same kernel as the paged calls it slowed them
+  // though they never took it, and so did issuing the paged first tile from four page ids read by thread
+  // 0: hence its own instantiation (docs/kernels.md, "The prologue").
   __shared__ uint64_t bars[K::ST];
   int64_t t_early = -1;
   int c_early = T_SKIP;
@@ -134,11 +111,8 @@ __device__ __forceinline__ void producer_mma(const dkb_decode_params &p, const K
     }
   }
   // Q's loads go out before the prologue and the first TMA tiles, not after them (ncu, B1 T131072: 6 % of
-  // the stall samples were Q's shared-memory store waiting on its load). H200, same machine, three rounds:
-  // B16 split 1 138.0-138.1 -> 134.9-135.5 us, window 4096 12.51-12.61 -> 12.19-12.22, ragged 311.4-311.5
-  // -> 309.4-309.6, B16 paged 128.7-128.8 -> 128.4-128.6; B1 T131072 25.44-25.47 -> 25.31-25.44 and B16
-  // contiguous within noise; T32768 39.23-39.30 -> 39.26-39.42, B4 graph 24.19-24.26 -> 24.38-24.51 and
-  // the forced 512-CTA split 29.50-29.60 -> 29.95-30.05 slower; 35 of 35 fixtures correct.
+  // the stall samples were Q's shared-memory store waiting on its load): faster on four shapes timed,
+  // slower on three (docs/kernels.md, "The prologue").
   // Rows r = j * C + i (query head h * g + j, query i), zero beyond R and beyond dk.
   constexpr int QN = K::ROWS * K::CH / K::NT;
   static_assert(K::ROWS * K::CH % K::NT == 0, "whole Q chunks per thread");
@@ -309,45 +283,14 @@ __device__ __forceinline__ void producer_mma(const dkb_decode_params &p, const K
     row_l[tid] = L;
   }
   __syncthreads();
-  // D_PAD / 4 lanes per row, four dims each, every row of a pass at once: a row per pass of the CTA made
-  // the stores 1.7 us at 4 rows and 3.5 us at 8 (H200 timeline), now 0.6 and 1.1. A pass costs 0.35-0.5
-  // us; the slot index load 0.13-0.80 us (median 0.19, B1 T131072). ncu's stall samples put most of this
-  // epilogue on instruction fetch (stall_no_inst: each unrolled pass was fresh code to the SM), so the pass
-  // loop is not unrolled: the second pass runs from the i-cache (H200, two instances, three rounds each:
-  // B1 T131072 25.8-26.1 -> 25.6-25.8 us, T32768 and window4096 0.1-0.2 us faster, the rest within noise).
-  // And each store kind has its own copy of the passes (SK_*), so a pass no longer jumps over the other
-  // kinds' stores (H200, same machine, three rounds: B1 T131072 25.50-25.57 -> 25.28-25.38 us, window 4096
-  // 12.70-12.86 -> 12.51-12.61, B4 graph 23.97-24.13 -> 23.90-23.97, ragged 306.7-307.0 -> 306.5-306.6; B16
-  // paged 126.4-126.7 -> 126.7-126.9, T32768 and B16 contiguous within noise; 35 of 35 fixtures correct;
-  // measured before kTwoPerSmSmem: with it, window 4096 12.67-12.74 -> 12.51-12.54 and B16 split 1
-  // 139.5-140.5 -> 138.9, the rest within noise, two rounds).
-  // Tried and not kept (H200, same machine, three rounds each):
-  // - the slot index loaded before the first barrier of the epilogue: as fast on T131072, ragged 0.1 %
-  //   slower; and the row's scalars stored by the row-merge threads, not in the passes: 0.1-0.4 % slower;
-  // - every pass's sums before any store, so passes overlap: no faster (B1 T131072 25.6 vs 25.1-25.7 us,
-  //   B16 0.1-0.2 % and ragged 0.3 % slower);
-  // - eight dims per lane, so 8 rows (g = 8) take one pass: that epilogue 1.50 -> 1.25 us (median CTA),
-  //   T131072 paged 26.3-26.6 -> 26.1-26.3 us, contiguous within noise, but B16 0.3 % and B4 graph
-  //   0.3-0.9 % slower;
-  // - the slot index read in the prologue into shared memory, alone or with the epilogue's parameters
-  //   touched there too: 0.3-1.6 % slower on all five shapes timed; O = u / l as __fdividef: within noise
-  //   on all ten cases timed; with the slot index also loaded with the item's fields at entry (a register
-  //   through the loop): B16 and T32768 0.1-0.2 us faster, ragged 0.1 % and B4 graph 0.1 us slower (two
-  //   rounds);
-  // - this epilogue's instruction misses taken ahead of time: the merge and passes out of line
-  //   (__noinline__, one copy of the code) and run once dry (no shared-memory writes) while the first tiles
-  //   were in flight, then for real: every shape 1.1-2.0 us slower (B1 T131072 25.34-25.38 -> 27.26-27.36
-  //   us, B16 126.8 -> 128.4, window 4096 12.2-12.4 -> 14.0-14.1); the dry run by a fifth warp that never
-  //   joins the 4 compute warps' barriers (named barrier 1 of 128 threads; 168 registers at 160 threads)
-  //   so no compute warp waits for it: still slower (T131072 25.0-25.2 -> 25.7-25.8, B16 paged 125.6-125.7
-  //   -> 131.8-132.1, B16 split 1 134.5-135.1 -> 149.0-149.7; 35 of 35 fixtures correct for both).
-  // Any change to this producer moves the code of the whole kernel: these and the uniform-plan trial at the
-  // start of this producer were slower on shapes whose path they never changed.
-  // Where B1 T131072 (256 CTAs of 8 tiles) spends its 25 us (H200, per-CTA %globaltimer from the first
-  // entry): prologue 0.8-1.0 us; first tile at 2.9-5.0; then 1.57-1.88 us per tile (the CTAs' shares of
-  // the DRAM differ by up to 20 %), loops ending at 14.2-17.4; epilogue 1.4-2.5; the combine's wait returns
-  // at 19.8, 0.7 us after the last producer exits, and its CTAs exit at 21.8-22.1. The remaining 3.3 us
-  // are the two launches and the timing (an empty kernel measures 2.9).
+  // D_PAD / 4 lanes per row, four dims each, every row of a pass at once, not a row per pass of the CTA,
+  // whose stores took longer. ncu's stall samples put most of this epilogue on instruction
+  // fetch (stall_no_inst: each unrolled pass was fresh code to the SM), so the pass loop is not unrolled:
+  // the second pass runs from the i-cache. And each store kind has its own copy of the passes (SK_*), so a
+  // pass does not jump over the other kinds' stores. What each measured, the epilogues tried and not kept
+  // and a timeline of the whole call: docs/kernels.md, "The epilogue".
+  // Any change to this producer moves the code of the whole kernel: trials here were slower on shapes
+  // whose path they never changed, so time every shape.
   const int slot = EARLY ? slot_early : p.item_slot[item];
   constexpr int LPR = D_PAD / 4, RPP = K::NT / LPR;
   const int x = (tid % LPR) * 4;
@@ -400,17 +343,10 @@ __device__ __forceinline__ void producer_mma(const dkb_decode_params &p, const K
 
 // __launch_bounds__(128, 2): up to 255 registers (159-186 used), and 2 CTAs per SM, which is all the
 // plan fills (harness/plan.c), held by the launch, not by the register count: the d = 128 producers ask
-// for kTwoPerSmSmem of shared memory (make_mma). At 168 registers (the store-kind passes) 3 fitted, and
-// forced splits of 512 CTAs ran as 1.3 waves: T32768 split 64 40.5 -> 43.2 us, T131072 split 512 28.9 ->
-// 30.4 (H200, same machine, four rounds); with the padding 40.9-41.6 -> 41.5, 29.1-29.7 -> 29.2-29.3 (two
-// rounds, another machine). Against (128, 3) (at most 168 registers, 3 CTAs per SM; H200, four
-// instances, three or four rounds each, 35 of 35 fixtures correct): ragged 315.0 -> 307.4 us, 308.4 -> 306.8,
-// 312.7 -> 311.5 and 308.9 -> 307.3, its noise 0.63-0.95 -> 0.24-0.29 % rel stdev; B4 graph 0.1-1.1 % and B16
-// paged 0-0.4 % faster; B1 T131072 both ways (24.86-25.38 -> 25.44-25.70, 25.54-25.57 -> 25.34-25.38,
-// 25.28-25.70 -> 25.38-25.60, 25.09-25.54 -> 25.44-25.60);
-// forced splits of 512 CTAs run as two even waves instead of 1.3 (bench, B8 split 2: 0.831 -> 0.969 of the
-// roofline). The (128, 3) code held to 2 CTAs per SM by padding its shared memory to 80 KiB was as steady on
-// ragged but no faster (308.2-308.3).
+// for kTwoPerSmSmem of shared memory (make_mma). At 3 CTAs per SM, forced splits of 512 CTAs ran as 1.3
+// waves; held to 2, they run as two even waves. Against (128, 3) (at most 168 registers, 3 CTAs per SM)
+// ragged calls are faster and steadier, B4 graph and B16 paged a little faster, B1 T131072 both ways
+// (docs/kernels.md, "__launch_bounds__(128, 2)").
 template <typename T, int D_PAD, bool EARLY>
 __global__ void __launch_bounds__(128, 2) decode_split_kv_producer_mma(const dkb_decode_params p, const __grid_constant__ KvMaps maps) {
   producer_mma<T, D_PAD, false, EARLY>(p, maps);

@@ -35,19 +35,8 @@ struct TilePipe {
   int64_t j0;
   // cp.async fast path for tiles wholly inside [lo, hi) (the CUDA-core producers, HND caches): per-thread
   // byte addresses and strides, so a copy costs an add (contiguous, ragged) or a shared-memory page id and
-  // a multiply-add (paged, P a power of two). Measured before the TMA path, with the tensor-core producer:
-  // paged ran 1.80 -> 1.88 us per tile at B16 T8192 (H200). Part is the page order: with the pool in
-  // logical order paged is +2.6 % over contiguous at B16 T8192, shuffled +5.3 %, shuffled 64- or 256-key
-  // pages +3.1-3.4 % (same machine). Tried and not kept, each measured against this code on the same
-  // machine: the next tile's pool rows computed while the current one is in flight (no change), an L2
-  // prefetch of the next tile's pages to warm the TLB (0.5 % slower), and both stages in flight with a
-  // second barrier per tile (0.3-1.7 % faster paged, 1.3-3 % slower contiguous, and it made 20 of the 31
-  // decode fixtures fail with "illegal instruction" at a copy; that build predates tools/sass-check.py and
-  // was never checked with it, but it is the symptom of the copy-descriptor miscompile noted at cp_async16).
-  // One thread per KPT consecutive keys (one page id per tile): contiguous 4 % slower (the copy loop's
-  // extra arithmetic or request order), paged no faster. TMA tiles dealt round-robin over a request's
-  // splits (split r taking tiles r, r + S, ...: one sequential stream per request, not S): no faster at
-  // B1 T131072 (splits 128, 256) or T32768 (H200, three rounds).
+  // a multiply-add (paged, P a power of two). What it measured, and the copy schemes tried against it:
+  // docs/kernels.md, "Tile pipeline".
   const unsigned char *kthr, *vthr;
   int64_t kstep, vstep, kpage_b, vpage_b;
   int ksz, vsz, pshift;
@@ -118,7 +107,6 @@ struct TilePipe {
   // TMA producers: the maps and one mbarrier per stage (initialized here by thread 0 unless the producer
   // did, inited; the caller's __syncthreads after init publishes them). encode_maps turned the maps on only
   // for caches they cover.
-  // Tried and not kept: prefetch.tensormap of both maps at CTA entry (no change, H200, two rounds).
   __device__ __forceinline__ void use_tma(const KvMaps *m, uint64_t *b, int nst, bool inited) {
     if (!m->on) return;
     maps = m; bars = b;
