@@ -2,6 +2,7 @@
 #include <getopt.h>
 #include <jansson.h>
 #include <openssl/crypto.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -9,6 +10,7 @@
 
 #include "cmd/cmd.h"
 #include "lib/cjson.h"
+#include "lib/fsutil.h"
 #include "version.h"
 
 struct command {
@@ -167,7 +169,7 @@ static const struct command *find(const char *name) {
 }
 
 static void print_version(void) {
-  printf("dkb %s (commit %s%s)\n", DKB_VERSION, DKB_COMMIT, DKB_DIRTY ? ", dirty" : "");
+  printf("dkb %s (commit %s, %s)\n", DKB_VERSION, DKB_COMMIT, DKB_DIRTY ? "dirty" : "clean");
 }
 
 static void print_overview(FILE *f) {
@@ -244,7 +246,17 @@ static void *crypto_malloc(size_t n, const char *file, int line) { return dkb_ma
 static void *crypto_realloc(void *p, size_t n, const char *file, int line) { return dkb_realloc(p, n, file, line); }
 static void crypto_free(void *p, const char *file, int line) { (void)file; (void)line; free(p); }
 
+/* SIGINT or SIGTERM: what this command created goes (lib/fsutil.h's journal), then the signal ends the
+ * process as it would have. */
+static void on_signal(int sig) {
+  dkb_journal_rollback();
+  signal(sig, SIG_DFL);
+  raise(sig);
+}
+
 int main(int argc, char **argv) {
+  signal(SIGINT, on_signal);
+  signal(SIGTERM, on_signal);
   /* jansson and libcrypto allocate through dkb's checked allocator too (lib/err.h): out of memory
    * ends the command with exit code 4 and a message, never a half-built document or a NULL dereference.
    * Both must be set before the libraries allocate anything. */
@@ -257,7 +269,10 @@ int main(int argc, char **argv) {
   else if (!strcmp(first, "--version") || !strcmp(first, "version")) { print_version(); rc = DKB_OK; }
   else if (!strcmp(first, "help")) {
     const struct command *c = argc > 2 ? find(argv[2]) : NULL;
-    if (argc > 2 && !c) rc = cmd_usage_error(NULL, "unknown command '%s'", argv[2]);
+    if (argc > 2 && !strcmp(argv[2], "help")) {  /* listed among the commands, so it answers too */
+      printf("usage: dkb help [COMMAND]\n\nPrints the command list, or COMMAND's usage, options and exit codes.\n");
+      rc = DKB_OK;
+    } else if (argc > 2 && !c) rc = cmd_usage_error(NULL, "unknown command '%s'", argv[2]);
     else if (c) { print_help(c); rc = DKB_OK; }
     else { print_overview(stdout); rc = DKB_OK; }
   } else if (first[0] == '-') {

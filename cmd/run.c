@@ -3,12 +3,14 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "cmd/cmd.h"
 #include "evidence/ladder.h"
 #include "harness/backends.h"
 #include "harness/decode_call.h"
 #include "lib/fsutil.h"
+#include "harness/outdir.h"
 #include "harness/runner.h"
 #include "harness/trace.h"
 
@@ -52,7 +54,7 @@ int cmd_run(int argc, char **argv) {
   const char *backend = NULL;
   const char *plugins[BACKENDS_MAX_PLUGINS];
   size_t nplugins = 0;
-  int require = -1, c, graph = 0;
+  int require = -1, c, graph = 0, dump_given = 0;
   double v;
   /* getopt_long with "o:" for the short -o */
   while ((c = getopt_long(argc, argv, ":o:", opts, NULL)) != -1) {
@@ -77,8 +79,8 @@ int cmd_run(int argc, char **argv) {
     case O_COUNTERS: ro.counters = 1; break;
     case O_NOTIME: ro.timing_enabled = 0; break;
     case O_REQUIRE: if (parse_num("run", "--require-level", optarg, 0, 6, &v)) return DKB_USAGE; require = (int)v; break;
-    case O_DUMP: ro.dump_dir = optarg; ro.dump_on_fail = 0; break;
-    case O_DUMP_FAIL: ro.dump_dir = optarg; ro.dump_on_fail = 1; break;
+    case O_DUMP: ro.dump_dir = optarg; ro.dump_on_fail = 0; dump_given++; break;
+    case O_DUMP_FAIL: ro.dump_dir = optarg; ro.dump_on_fail = 1; dump_given++; break;
     case O_QUIET: ro.progress = NULL; break;
     case O_PLUGIN:
       if (nplugins == BACKENDS_MAX_PLUGINS) return cmd_usage_error("run", "at most %d --plugin options", BACKENDS_MAX_PLUGINS);
@@ -93,6 +95,8 @@ int cmd_run(int argc, char **argv) {
   if (ro.timing.max_samples < ro.timing.min_samples)
     return cmd_usage_error("run", "--max-samples must be >= --samples (%zu)", ro.timing.min_samples);
 
+  if (dump_given > 1) return cmd_usage_error("run", "give --dump DIR or --dump-on-fail DIR, and only once");
+
   struct dkb_err err;
   dkb_err_clear(&err);
   /* NVTX must be routed to CUPTI before anything could call nvtx. Failure is recorded by the trace. */
@@ -100,45 +104,37 @@ int cmd_run(int argc, char **argv) {
   dkb_err_clear(&err);
 
   struct backend_set *set = DKB_CALLOC(1, sizeof *set);
-  if (backend_set_open(set, plugins, nplugins, &err)) {
-    free(set);
-    return cmd_report_err(&err);
-  }
+  struct decode_call call;
+  struct outdir outd, dumpd;
+  struct run_result res;
+  memset(&call, 0, sizeof call);
+  memset(&outd, 0, sizeof outd);
+  memset(&dumpd, 0, sizeof dumpd);
+  memset(&res, 0, sizeof res);
+  int out = DKB_OK, loaded = 0, ran = 0;
+  /* whatever this run creates is removed again if it ends without a bundle (cmd/main.c: also on SIGINT) */
+  dkb_journal_begin();
+  if (backend_set_open(set, plugins, nplugins, &err)) { out = cmd_report_err(&err); goto done; }
   if (backend) {
     struct dkb_buf why;
     dkb_buf_init(&why);
-    const int bad = backend_request_known(set, backend, &why) ? DKB_OK : cmd_usage_error("run", "--backend %s", why.p);
+    out = backend_request_known(set, backend, &why) ? DKB_OK : cmd_usage_error("run", "--backend %s", why.p);
     dkb_buf_release(&why);
-    if (bad) {
-      backend_set_close(set);
-      free(set);
-      return bad;
-    }
+    if (out) goto done;
   }
-
-  struct decode_call call;
-  if (decode_call_load(argv[optind], &call, &err)) {
-    backend_set_close(set);
-    free(set);
-    return cmd_report_err(&err);
-  }
+  if (decode_call_load(argv[optind], &call, &err)) { out = cmd_report_err(&err); goto done; }
+  loaded = 1;
   if (backend) snprintf(call.backend, sizeof call.backend, "%s", backend);  /* registered names fit */
   if (graph) call.graph = 1;
-  if (!backend && backends_check_request(set, &call, &err)) {
-    decode_call_release(&call);
-    backend_set_close(set);
-    free(set);
-    return cmd_report_err(&err);
+  if ((!backend && backends_check_request(set, &call, &err)) || outdir_prepare_bundle(&outd, ro.out_dir, "-o", &err) ||
+      (ro.dump_dir && outdir_prepare_dump(&dumpd, ro.dump_dir, ro.dump_on_fail ? "--dump-on-fail" : "--dump", &outd, &err))) {
+    out = err.code == DKB_USAGE && !err.file[0] ? cmd_usage_error("run", "%s", err.msg) : cmd_report_err(&err);
+    goto done;
   }
-
-  struct run_result res;
-  int rc = runner_execute(&call, set, &ro, &res, &err);
-  if (rc) {
-    decode_call_release(&call);
-    backend_set_close(set);
-    free(set);
-    return cmd_report_err(&err);
-  }
+  if (runner_execute(&call, set, &ro, &res, &err)) { out = cmd_report_err(&err); goto done; }
+  ran = 1;
+  outdir_finish(&outd, res.bundle);  /* an earlier run's files the new bundle does not name */
+  if (ro.dump_dir && !res.dump_dir[0] && dkb_journal_created(ro.dump_dir)) rmdir(ro.dump_dir);  /* nothing kept */
   printf("dkb run: %s\n", call.name);
   char bpath[4096];
   if (dkb_path_join(bpath, sizeof bpath, ro.out_dir, "bundle.json")) snprintf(bpath, sizeof bpath, "%s", ro.out_dir);
@@ -171,13 +167,18 @@ int cmd_run(int argc, char **argv) {
   if (res.dump_dir[0]) printf("  dump        %s\n", res.dump_dir);
   int env_limited = !strcmp(res.terminal, "cuda_runtime_unavailable") || !strcmp(res.terminal, "no_gpu") ||
                     !strcmp(res.terminal, "profiler_unavailable");
-  int out = ladder_terminal_exit_code(res.terminal, res.launch_code);
+  out = ladder_terminal_exit_code(res.terminal, res.launch_code);
   if (require >= 0 && res.level < require) {
     fprintf(stderr, "dkb: error: level %d is below the required %d (%s)\n", res.level, require, res.terminal);
     if (out == DKB_OK) out = env_limited ? DKB_ENV : DKB_FAIL;  /* a failure already says whose it was */
   }
+done:
+  if (!ran) dkb_journal_rollback();
+  dkb_journal_end();
   run_result_release(&res);
-  decode_call_release(&call);
+  if (loaded) decode_call_release(&call);
+  outdir_release(&outd);
+  outdir_release(&dumpd);
   backend_set_close(set);
   free(set);
   return out;

@@ -2,6 +2,7 @@
  * gate. A bundle passes when it claims no more than it proves, has no bundle-wide inconsistency and, with
  * --require-level N, proves level N (a synthetic bundle only with --allow-synthetic). */
 #include <getopt.h>
+#include <sys/stat.h>
 #include <libgen.h>
 #include <stdio.h>
 #include <string.h>
@@ -48,6 +49,9 @@ int cmd_validate(int argc, char **argv) {
   }
   if (list) return list_reasons(as_json);
   if (cmd_optind >= argc) return cmd_usage_error("validate", "no bundle given");
+  struct stat st;
+  if (source_root && (stat(source_root, &st) || !S_ISDIR(st.st_mode)))
+    return cmd_usage_error("validate", "--source-root '%s' is not a folder", source_root);
 
   size_t passed = 0, failed = 0, malformed = 0;
   json_t *rows = json_array();

@@ -5,6 +5,7 @@
 #include "oracles/rng.h"
 
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -136,6 +137,49 @@ static void fill_kv(void *vctx, int64_t task) {
     for (int64_t x = 0; x < c->dk; x++) dkb_store((enum dkb_dtype)c->dtype, in->k, (size_t)(ok + x), inputs_value(c->seed, 1, b, t, h, x));
     for (int64_t x = 0; x < c->dv; x++) dkb_store((enum dkb_dtype)c->dtype, in->v, (size_t)(ov + x), inputs_value(c->seed, 2, b, t, h, x));
   }
+}
+
+/* Elements of the K (d = dk) or V (d = dv) tensor of c's layout, as kv_tensor_elems gives them once built. */
+static long long kv_elems(const struct decode_call *c, long long d) {
+  long long keys = 0, pages = 0;
+  for (int b = 0; b < c->B; b++) {
+    keys += c->kv_len[b];
+    if (c->page_size > 0) pages += (c->kv_len[b] + c->page_size - 1) / c->page_size;
+  }
+  switch (c->layout) {
+  case KV_CONTIG_NHD:
+  case KV_CONTIG_HND: return (long long)c->cache_rows * c->T_cap * c->H_kv * d;
+  case KV_RAGGED_NHD: return keys * c->H_kv * d;
+  default: return (pages + c->pool_extra_pages) * c->page_size * c->H_kv * d;
+  }
+}
+
+void inputs_footprint(const struct decode_call *c, struct inputs_footprint *f) {
+  const long long es = (long long)dkb_dtype_bytes((enum dkb_dtype)c->dtype);
+  const long long rows = (long long)c->B * c->C * c->H_q;
+  const long long kv = (kv_elems(c, c->dk) + kv_elems(c, c->dv)) * es;
+  const long long q = rows * c->dk * es, o = rows * c->dv * es, lse = rows * 4;
+  const long long news = c->phase == PHASE_APPEND ? (long long)c->B * c->C * c->H_kv * (c->dk + c->dv) * es : 0;
+  const long long meta = (long long)(c->B + 1) * 64;
+  f->kv_bytes = kv;
+  /* inputs; the oracle's O and LSE in float64; O and LSE downloaded twice (the check and the repeat);
+   * an append's caches after the call and the expected caches */
+  f->host_bytes = kv + q + news + meta + rows * (c->dv + 1) * 8 + 2 * (o + lse) + (c->phase == PHASE_APPEND ? 2 * kv : 0);
+  f->device_bytes = kv + q + o + lse + news + meta;
+}
+
+int inputs_check_host_memory(const struct decode_call *c, const struct inputs_footprint *f, struct dkb_err *err) {
+  FILE *m = fopen("/proc/meminfo", "r");
+  if (!m) return 0;  /* not Linux's /proc: the allocations themselves will say */
+  char line[256];
+  long long kb = -1;
+  while (fgets(line, sizeof line, m))
+    if (sscanf(line, "MemAvailable: %lld kB", &kb) == 1) break;
+  fclose(m);
+  if (kb < 0 || f->host_bytes <= kb * 1024) return 0;
+  return dkb_err_set(err, DKB_ENV, c->file, NULL,
+                     "the call needs %lld bytes of host memory, %lld available (MemAvailable): %lld of them its K/V",
+                     f->host_bytes, kb * 1024, f->kv_bytes);
 }
 
 int inputs_build(const struct decode_call *c, int64_t fm_block, struct decode_inputs *in, struct dkb_err *err) {

@@ -43,6 +43,18 @@ struct decode_inputs {
 /* The value of one logical element, in [-1, 1) before rounding to the storage dtype. tensor: 0 Q, 1 K, 2 V. */
 double inputs_value(uint64_t seed, int tensor, int64_t b, int64_t pos, int64_t head, int64_t x);
 
+/* What a call will hold, computed from the fixture alone so a call too large for the machine is refused
+ * before anything is allocated: the K and V tensors' bytes (exactly what inputs_build allocates), every
+ * host buffer a run keeps at once (inputs, the oracle, the downloaded outputs, an append's cache copies),
+ * and the device buffers dkb allocates before the backend's workspaces. */
+struct inputs_footprint {
+  long long kv_bytes, host_bytes, device_bytes;
+};
+void inputs_footprint(const struct decode_call *c, struct inputs_footprint *f);
+/* 0 when the machine's MemAvailable (/proc/meminfo) holds f->host_bytes, or when it cannot be read; else
+ * -1 with DKB_ENV "needs N bytes of host memory, M available". */
+int inputs_check_host_memory(const struct decode_call *c, const struct inputs_footprint *f, struct dkb_err *err);
+
 /* Builds everything; fm_block is the kernel's tile (flashmask summaries). */
 int inputs_build(const struct decode_call *c, int64_t fm_block, struct decode_inputs *in, struct dkb_err *err);
 void inputs_release(struct decode_inputs *in);

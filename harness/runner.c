@@ -45,6 +45,7 @@ struct run {
   struct dkb_device_info dev;
   int gpu;
   long long cc;
+  struct inputs_footprint fp;         /* what the call will hold, from the fixture alone */
   struct decode_inputs in;
   struct decode_plan ref;              /* dkb's planner over the call: tile classes and the ledgers */
   struct backend_admission *ba;
@@ -120,6 +121,9 @@ static int backend_failed(struct run *r, const char *reason, const char *what, i
 
 static int stage_begin(struct run *r, struct dkb_err *err) {
   char fixture_sha[65];
+  /* a call the machine cannot hold is refused before anything is allocated */
+  inputs_footprint(r->c, &r->fp);
+  if (inputs_check_host_memory(r->c, &r->fp, err)) return -1;
   if (dkb_mkdirs(r->o->out_dir, err) || dkb_sha256_file(r->c->file, fixture_sha, err)) return -1;
   r->bundle = bundle_new(r->o->argc, r->o->argv, r->c->file, r->c->name, fixture_sha);
   /* Device first: without one, everything below still runs on the host and is recorded. */
@@ -194,6 +198,16 @@ static int stage_dispatch(struct run *r, struct dkb_err *err) {
   }
   if (run_evidence_dispatch(r->bundle, r->o->out_dir, c, r->call_sha, r->ba, r->sel, r->sel ? &r->plan : NULL, err))
     return -1;
+  if (r->gpu && r->sel) {  /* the device must hold the call and the plan's workspaces: refuse before the oracle runs */
+    long long need = r->fp.device_bytes;
+    for (int i = 0; i < r->plan.n_workspaces; i++) need += (long long)r->plan.ws[i].bytes;
+    size_t free_b = 0, total_b = 0;
+    if (cudaMemGetInfo(&free_b, &total_b) == cudaSuccess && (size_t)need > free_b)
+      return dkb_err_set(err, DKB_ENV, c->file, NULL,
+                         "the call needs %lld bytes of device memory, %zu available (cudaMemGetInfo on %s)", need, free_b,
+                         r->dev.dev.name);
+    cudaGetLastError();
+  }
   progress(r, "plan", "%s: split %d, %d work items; tiles SKIP %lld FULL %lld PARTIAL %lld",
            r->sel ? r->sel->t->name : "no backend", r->sel ? r->plan.splits : 0, r->sel ? r->plan.work_items : 0,
            (long long)r->ref.tiles[0], (long long)r->ref.tiles[1], (long long)r->ref.tiles[2]);

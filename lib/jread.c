@@ -1,5 +1,6 @@
 /* jread.c - strict JSON reading with JSON Pointer errors (see jread.h). */
 #include "lib/jread.h"
+#include "lib/fsutil.h"
 #include "lib/buf.h"
 
 #include <errno.h>
@@ -17,9 +18,10 @@ static json_t *parsed_or_error(json_t *doc, const json_error_t *je, const char *
 }
 
 json_t *jr_load_file(const char *path, struct dkb_err *err) {
-  FILE *f = fopen(path, "rb");
+  const char *why = NULL;
+  FILE *f = dkb_open_regular(path, &why);
   if (!f) {
-    dkb_err_set(err, DKB_INPUT, NULL, NULL, "cannot open '%s': %s", path, strerror(errno));
+    dkb_err_set(err, DKB_INPUT, NULL, NULL, "cannot open '%s': %s", path, why);
     return NULL;
   }
   /* The whole file, then one parse from memory: jansson's stream reader takes a locked getc per byte,

@@ -1,5 +1,6 @@
 /* sha256.c - SHA-256 via OpenSSL EVP (see sha256.h). */
 #include "lib/sha256.h"
+#include "lib/fsutil.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -39,8 +40,9 @@ int dkb_sha256_buf(const void *data, size_t n, char hex[65], struct dkb_err *err
 }
 
 int dkb_sha256_file(const char *path, char hex[65], struct dkb_err *err) {
-  FILE *f = fopen(path, "rb");
-  if (!f) return dkb_err_set(err, DKB_INPUT, path, NULL, "cannot open: %s", strerror(errno));
+  const char *why = NULL;
+  FILE *f = dkb_open_regular(path, &why);
+  if (!f) return dkb_err_set(err, DKB_INPUT, path, NULL, "cannot open: %s", why);
   static _Thread_local unsigned char chunk[1 << 16];
   struct hasher h;
   int ok = hasher_init(&h) == 0;

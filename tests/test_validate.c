@@ -237,7 +237,7 @@ static void usage_errors_are_exact(void **s) {
   snprintf(want, sizeof want, "dkb: error: no bundle given\n%s", usage);
   expect("--json", 2, NULL, want);
   expect("/nonexistent/bundle.json", 3, NULL, "dkb: error: cannot open '/nonexistent/bundle.json': No such file or directory\n");
-  expect("tests", 3, NULL, "dkb: error: cannot read 'tests': Is a directory\n");  /* opens, but does not read */
+  expect("tests", 3, NULL, "dkb: error: cannot open 'tests': not a regular file (a folder)\n");  /* opens, but does not read */
 }
 
 /* The brief's example, as a person reads it. */
