@@ -1052,8 +1052,8 @@ static void assert_budget(const char *out, const char *name, const char *verdict
   free(buf);
 }
 
-/* tools/budgets.py (DESIGN.md's budgets, run on the GPU machine by gpu-smoke --budgets) against a stand-in
- * dkb whose `run` holds MB MiB and writes a bundle of the given level and K/V bytes: a peak resident
+/* tools/budgets.py (docs/DESIGN.md's budgets, run on the GPU machine by gpu-smoke --budgets) against a
+ * stand-in dkb whose `run` holds MB MiB and writes a bundle of the given level and K/V bytes: a peak resident
  * memory over 1.5x the call's bytes is missed (exit 1), one under is met; the wall budget is judged only
  * for a level-6 run, the memory ratio only from 256 MiB of K/V; a run that leaves no bundle is exit 4,
  * and never read from an earlier run's folder. */
