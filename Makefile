@@ -22,7 +22,9 @@ CMD_C   := $(wildcard cmd/*.c)
 CU      := $(wildcard kernels/*.cu)
 TEST_C  := $(wildcard tests/*.c)
 
-LIB_O   := $(LIB_C:%.c=$(BUILD)/%.o) $(CU:%.cu=$(BUILD)/%.cu.o)
+# The CUDA objects first: nvcc over decode.cu is the build's long pole, so a parallel build starts it
+# before the C files, which then compile beside it.
+LIB_O   := $(CU:%.cu=$(BUILD)/%.cu.o) $(LIB_C:%.c=$(BUILD)/%.o)
 CMD_O   := $(CMD_C:%.c=$(BUILD)/%.o)
 TEST_O  := $(TEST_C:%.c=$(BUILD)/%.o)
 
@@ -36,6 +38,20 @@ LIB_O   += $(GEN_C:.c=.o)
 # empty file of that name so the header compiles as C.
 $(BUILD)/harness/counters.o: CFLAGS += -Itools/cupti_c_shim
 
+# Progress: one short line per step ("CC lib/buf.c"); `make V=1` prints every command in full.
+ifeq ($(V),1)
+  Q   :=
+  SAY := @:
+else
+  Q   := @
+  SAY := @printf '  %-5s %s\n'
+endif
+# The sub-makes of test, run, sanitize and fuzz build with one job per CPU, unless make was given its
+# own -j (MAKEFLAGS holds it at recipe time; the sub-make then shares the caller's jobserver).
+NPROC   := $(shell nproc 2>/dev/null || echo 1)
+JOBS     = $(if $(filter -j%,$(MAKEFLAGS)),,-j$(NPROC))
+SUBMAKE  = $(MAKE) --no-print-directory $(JOBS)
+
 # --- backend plugins (include/dkb/backend.h): each plugins/*/plugin.mk appends the libraries it
 # builds to PLUGINS; `make plugins` builds them into $(BUILD)/plugins/, each against its upstream package
 # fetched by tools/fetch-wheel.sh (version and archive SHA-256 pinned in its plugin.mk). Neither `make`
@@ -45,7 +61,7 @@ PLUGIN_FLAGS := -O3 -std=c++17 -Xcompiler -fPIC,-Wall -shared -cudart shared $(G
 -include $(wildcard plugins/*/plugin.mk)
 .PHONY: plugins
 plugins: deps
-	@$(if $(PLUGINS),$(MAKE) --no-print-directory $(PLUGINS),echo "no plugins under plugins/")
+	@$(if $(PLUGINS),$(SUBMAKE) $(PLUGINS),echo "no plugins under plugins/")
 
 .PHONY: all deps test run clean
 all: $(BUILD)/dkb
@@ -66,11 +82,13 @@ $(BUILD)/gen/source_manifest.c: FORCE
 	@mkdir -p $(@D)
 	@/usr/bin/python3 tools/gen_provenance.py source-manifest --spec $(CHAIN_SPEC) --out $@
 $(BUILD)/gen/%.o: $(BUILD)/gen/%.c
-	$(CC) $(CFLAGS) -c $< -o $@
+	$(SAY) CC $<
+	$(Q)$(CC) $(CFLAGS) -c $< -o $@
 # A fake libnvidia-ml.so.1 so tests can drive harness/nvml.c on machines without a driver.
 $(BUILD)/tests/fake-nvml/libnvidia-ml.so.1: tests/data/fake_nvml.c
 	@mkdir -p $(@D)
-	$(CC) -std=c11 -Wall -Wextra -O2 -shared -fPIC -o $@ $<
+	$(SAY) CC $@
+	$(Q)$(CC) -std=c11 -Wall -Wextra -O2 -shared -fPIC -o $@ $<
 $(BUILD)/dkb_tests: $(BUILD)/tests/fake-nvml/libnvidia-ml.so.1
 # dkb's test plugin (tests/plugin/test_plugin.c), once per variant, each breaking one rule of the ABI.
 TEST_PLUGIN_VARIANTS := ok abi2 noentry dupname admitfail planfail badws badlse badjson badkernel
@@ -88,36 +106,47 @@ $(BUILD)/dkb_tests: $(TEST_PLUGINS)
 
 $(BUILD)/%.o: %.c | $(BUILD)/gen/version.h
 	@mkdir -p $(@D)
-	$(CC) $(CFLAGS) -c $< -o $@
+	$(SAY) CC $<
+	$(Q)$(CC) $(CFLAGS) -c $< -o $@
 
 $(BUILD)/cmd/main.o: $(BUILD)/gen/version.h
 
+# nvcc is silent while it works, and over decode.cu (its many kernel instantiations) that is minutes:
+# say so before it starts and how long it took.
+NVCC_NOTE_kernels/decode.cu := (a minute or two; the C files compile beside it)
 $(BUILD)/%.cu.o: %.cu
 	@mkdir -p $(@D)
-	$(NVCC) $(NVFLAGS) -c $< -o $@
+	$(SAY) NVCC "$<$(if $(NVCC_NOTE_$<), $(NVCC_NOTE_$<))"
+	$(Q)t0=$$(date +%s); $(NVCC) $(NVFLAGS) -c $< -o $@ $(if $(NVCC_NOTE_$<),&& printf '  %-5s %s\n' NVCC "$< done in $$(($$(date +%s) - t0)) s")
 
 $(BUILD)/libdkb.a: $(LIB_O)
 	@rm -f $@
-	ar rcs $@ $^
+	$(SAY) AR $@
+	$(Q)ar rcs $@ $^
 
-$(BUILD)/dkb: $(CMD_O) $(BUILD)/libdkb.a
-	$(CC) -o $@ $(CMD_O) $(BUILD)/libdkb.a $(LDLIBS)
+# libdkb.a first among the prerequisites, so a parallel build reaches nvcc first (see LIB_O).
+$(BUILD)/dkb: $(BUILD)/libdkb.a $(CMD_O)
+	$(SAY) LINK $@
+	$(Q)$(CC) -o $@ $(CMD_O) $(BUILD)/libdkb.a $(LDLIBS)
 
-$(BUILD)/dkb_tests: $(TEST_O) $(BUILD)/libdkb.a
-	$(CC) -o $@ $(TEST_O) $(BUILD)/libdkb.a $(LDLIBS) -lcmocka
+$(BUILD)/dkb_tests: $(BUILD)/libdkb.a $(TEST_O)
+	$(SAY) LINK $@
+	$(Q)$(CC) -o $@ $(TEST_O) $(BUILD)/libdkb.a $(LDLIBS) -lcmocka
 
 # dkb whose Nth heap allocation fails (libfiu), for tests/failalloc.py: cmd/main.c again, its main renamed
 # for the driver's.
 $(BUILD)/failalloc/main.o: cmd/main.c | $(BUILD)/gen/version.h
 	@mkdir -p $(@D)
-	$(CC) $(CFLAGS) -Dmain=dkb_main -c $< -o $@
+	$(SAY) CC "$< (main renamed dkb_main)"
+	$(Q)$(CC) $(CFLAGS) -Dmain=dkb_main -c $< -o $@
 $(BUILD)/dkb_failalloc: $(BUILD)/tests/failalloc/driver.o $(BUILD)/failalloc/main.o $(filter-out $(BUILD)/cmd/main.o,$(CMD_O)) $(BUILD)/libdkb.a
-	$(CC) -o $@ $^ $(LDLIBS) -lfiu
+	$(SAY) LINK $@
+	$(Q)$(CC) -o $@ $^ $(LDLIBS) -lfiu
 
 # AddressSanitizer + UndefinedBehaviorSanitizer: everything built again in build-asan, then the whole
 # suite, every dkb it starts included (tools/sanitize.sh). Not part of `make test`: it doubles the build.
 SAN_CC := $(CC) -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined
-SAN_BUILD = @$(MAKE) --no-print-directory BUILD=build-asan CC="$(SAN_CC)" build-asan/dkb build-asan/dkb_tests
+SAN_BUILD = @$(SUBMAKE) BUILD=build-asan CC="$(SAN_CC)" build-asan/dkb build-asan/dkb_tests
 .PHONY: sanitize
 sanitize: deps
 	$(SAN_BUILD)
@@ -133,7 +162,7 @@ FUZZ_T  := fixture bundle contract benchrun matrix
 .PHONY: fuzz
 fuzz:
 	@tools/deps.sh fuzz
-	@$(MAKE) --no-print-directory BUILD=build-fuzz CC="$(FUZZ_CC)" build-fuzz/libdkb.a
+	@$(SUBMAKE) BUILD=build-fuzz CC="$(FUZZ_CC)" build-fuzz/libdkb.a
 	@for t in $(FUZZ_T); do clang -std=c11 -D_GNU_SOURCE -O1 -g -fsanitize=fuzzer,address,undefined \
 	  -fno-sanitize-recover=undefined -I. -Ibuild-fuzz/gen -I$(CUDA)/include tests/fuzz/$$t.c build-fuzz/libdkb.a \
 	  $(LDLIBS) -o build-fuzz/fuzz-$$t || exit 1; done
@@ -146,13 +175,14 @@ build-asan/carry:
 	@mkdir -p $@
 	cp build-asan/dkb build-asan/dkb_tests $$($(CC) -print-file-name=libasan.so.8) $$($(CC) -print-file-name=libubsan.so.1) $@/
 
-# The test runner ends with cmocka's summary line.
+# deps first (a prerequisite, so even `make -j test` installs before it compiles), then one parallel
+# sub-make; the test runner comes last, so the output ends with cmocka's summary line.
 test: deps
-	@$(MAKE) --no-print-directory $(BUILD)/dkb $(BUILD)/dkb_tests $(BUILD)/dkb_failalloc
+	@$(SUBMAKE) $(BUILD)/dkb $(BUILD)/dkb_tests $(BUILD)/dkb_failalloc
 	@$(BUILD)/dkb_tests
 
 run: deps
-	@$(MAKE) --no-print-directory $(BUILD)/dkb
+	@$(SUBMAKE) $(BUILD)/dkb
 	$(BUILD)/dkb run fixtures/decode/default.json -o out
 
 clean:

@@ -5,7 +5,8 @@
  *      argv[0] is the subcommand name; return an enum dkb_exit value, never call exit();
  *   2. declare it below;
  *   3. add one row to the table in cmd/main.c (name, function, usage, summary, help text);
- *   4. add the usage line and an example to README.md (tests/test_cli.c runs the README examples).
+ *   4. add one example to README.md's Commands (tests/test_cli.c runs the README examples), and the
+ *      usage line with the whole description to docs/commands.md.
  * `dkb NAME --help` and `dkb help NAME` print the row's text without calling the function. */
 #ifndef DKB_CMD_H
 #define DKB_CMD_H

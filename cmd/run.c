@@ -9,14 +9,72 @@
 #include "evidence/ladder.h"
 #include "harness/backends.h"
 #include "harness/decode_call.h"
+#include "harness/preflight.h"
 #include "lib/fsutil.h"
 #include "harness/outdir.h"
 #include "harness/runner.h"
 #include "harness/trace.h"
 
+/* CUDA answers cudaErrorInsufficientDriver ("CUDA driver version is insufficient for CUDA runtime
+ * version") also when no NVIDIA driver is loaded at all, which reads as "update the driver". The
+ * preflight, which makes no CUDA call, tells the two apart. */
+static int no_driver_loaded(const char *cuda_text) {
+  if (!cuda_text || !strstr(cuda_text, "cudaErrorInsufficientDriver")) return 0;
+  struct preflight_opts o;
+  struct preflight p;
+  struct dkb_err err;
+  dkb_err_clear(&err);
+  preflight_opts_host(&o);
+  o.use_ldconfig = 0;  /* only the driver matters here: no child process */
+  return !preflight_inspect(&o, &p, &err) && !p.driver_present;
+}
+
 static void show_progress(void *ctx, const char *stage, const char *detail) {
   (void)ctx;
+  if (!strcmp(stage, "device") && no_driver_loaded(detail))
+    detail = "no NVIDIA driver is loaded: levels 3-6 need a GPU; the inputs, the plan, the admission and the "
+             "float64 oracle run on the host";
   fprintf(stderr, "dkb: run: %-11s %s\n", stage, detail);
+}
+
+/* The bundle's reason, with CUDA's words for a missing driver translated (the bundle keeps them). */
+static void print_reason(const char *id, const char *detail, int no_driver) {
+  const char *colon = strchr(detail, ':');
+  if (no_driver && !strcmp(id, "cuda_runtime_unavailable") && colon && strstr(detail, "cudaErrorInsufficientDriver"))
+    printf("  reason      %s: %.*s: no NVIDIA driver is loaded (cudaErrorInsufficientDriver)\n", id, (int)(colon - detail),
+           detail);
+  else
+    printf("  reason      %s: %s\n", id, detail);
+}
+
+/* First, for a level the host capped: which levels it could not give, and why, in plain words. */
+static void print_host_limit(const char *terminal, int no_driver) {
+  if (!strcmp(terminal, "cuda_runtime_unavailable"))
+    printf("  host        levels 3-6 need a GPU, and %s\n",
+           no_driver ? "this host has none: no NVIDIA driver is loaded" : "the CUDA runtime could not start here (the reason below)");
+  else if (!strcmp(terminal, "no_gpu"))
+    printf("  host        levels 3-6 need a GPU, and this host has none: the NVIDIA driver lists no device\n");
+  else if (!strcmp(terminal, "profiler_unavailable"))
+    printf("  host        levels 5-6 need CUPTI's kernel records, which this host refused (the reason below)\n");
+}
+
+/* What to run next, as commands to copy: self is the dkb that ran (main's argv[0]). */
+static void print_next(const char *self, const char *bundle, const char *fixture, int level, int env_limited) {
+  char cmd[2][4200];
+  const char *why[2];
+  int n = 0;
+  snprintf(cmd[n], sizeof cmd[n], "%s validate %s%s", self, bundle, level == 6 ? " --require-level 6" : "");
+  why[n++] = level == 6 ? "the gate CI runs on a bundle" : "re-grades the bundle: what each level lacks";
+  if (env_limited) {
+    snprintf(cmd[n], sizeof cmd[n], "%s preflight", self);
+    why[n++] = "what this host has, and lacks, for levels 3-6";
+  } else if (level == 6) {
+    snprintf(cmd[n], sizeof cmd[n], "%s bench %s -o bench-out", self, fixture);
+    why[n++] = "the call against the memory roofline";
+  }
+  int w = 0;
+  for (int i = 0; i < n; i++) w = (int)strlen(cmd[i]) > w ? (int)strlen(cmd[i]) : w;
+  for (int i = 0; i < n; i++) printf("  %-11s %-*s  # %s\n", i ? "" : "next", w, cmd[i], why[i]);
 }
 
 static int parse_num(const char *cmd, const char *opt, const char *s, double lo, double hi, double *out) {
@@ -135,17 +193,27 @@ int cmd_run(int argc, char **argv) {
   ran = 1;
   outdir_finish(&outd, res.bundle);  /* an earlier run's files the new bundle does not name */
   if (ro.dump_dir && !res.dump_dir[0] && dkb_journal_created(ro.dump_dir)) rmdir(ro.dump_dir);  /* nothing kept */
+  int env_limited = !strcmp(res.terminal, "cuda_runtime_unavailable") || !strcmp(res.terminal, "no_gpu") ||
+                    !strcmp(res.terminal, "profiler_unavailable");
+  json_t *reasons = json_object_get(json_object_get(res.bundle, "status"), "reasons");
+  int no_driver = 0;
+  for (size_t i = 0; i < json_array_size(reasons); i++)
+    no_driver |= no_driver_loaded(json_string_value(json_object_get(json_array_get(reasons, i), "detail")));
   printf("dkb run: %s\n", call.name);
+  if (env_limited) print_host_limit(res.terminal, no_driver);
   char bpath[4096];
   if (dkb_path_join(bpath, sizeof bpath, ro.out_dir, "bundle.json")) snprintf(bpath, sizeof bpath, "%s", ro.out_dir);
   printf("  bundle      %s\n", bpath);
   printf("  level       %d (%s)\n", res.level, res.terminal);
-  /* why it stopped there, as the bundle says it */
-  json_t *reasons = json_object_get(json_object_get(res.bundle, "status"), "reasons");
-  for (size_t i = 0; i < json_array_size(reasons); i++) {
-    json_t *r = json_array_get(reasons, i);
-    printf("  reason      %s: %s\n", json_string_value(json_object_get(r, "id")), json_string_value(json_object_get(r, "detail")));
-  }
+  /* why it stopped there, as the bundle says it: the reason named by the terminal state first, since
+   * the others follow from it (no device, so no backend could be admitted) */
+  for (int pass = 0; pass < 2; pass++)
+    for (size_t i = 0; i < json_array_size(reasons); i++) {
+      json_t *r = json_array_get(reasons, i);
+      const char *id = json_string_value(json_object_get(r, "id"));
+      int terminal_reason = !strcmp(id, res.terminal);
+      if (terminal_reason == (pass == 0)) print_reason(id, json_string_value(json_object_get(r, "detail")), no_driver);
+    }
   printf("  backend     %s\n", res.selected[0] ? res.selected : "none selected");
   printf("  plan        split %d%s; tiles SKIP %lld FULL %lld PARTIAL %lld\n", res.splits, res.direct ? " (direct output)" : "",
          res.tiles[0], res.tiles[1], res.tiles[2]);
@@ -165,8 +233,7 @@ int cmd_run(int argc, char **argv) {
              (res.visible_kv_bytes + res.io_bytes - res.kv_bytes) / (res.median_us * 1e-6) / 1e12, res.visible_kv_bytes);
   }
   if (res.dump_dir[0]) printf("  dump        %s\n", res.dump_dir);
-  int env_limited = !strcmp(res.terminal, "cuda_runtime_unavailable") || !strcmp(res.terminal, "no_gpu") ||
-                    !strcmp(res.terminal, "profiler_unavailable");
+  print_next(argv[-1], bpath, argv[optind], res.level, env_limited);
   out = ladder_terminal_exit_code(res.terminal, res.launch_code);
   if (require >= 0 && res.level < require) {
     fprintf(stderr, "dkb: error: level %d is below the required %d (%s)\n", res.level, require, res.terminal);

@@ -1,4 +1,4 @@
-/* ladder.h - the six-level evidence ladder (article 0x0AH, 0x0B; DESIGN "The evidence ladder").
+/* ladder.h - the six-level evidence ladder (article 0x0AH, 0x0B; docs/DESIGN.md "The evidence ladder").
  * One function grades a bundle (schema dkb.bundle/v1, schemas/bundle.schema.json): `dkb run` calls it
  * before writing a bundle and `dkb validate` calls it on every bundle it reads, so a level is computed
  * by the same code everywhere and never trusted from the bundle's claimed_level.

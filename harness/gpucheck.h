@@ -1,4 +1,4 @@
-/* gpucheck.h - the one checking macro for CUDA runtime, CUPTI and NVML calls (STYLE 7), and the
+/* gpucheck.h - the one checking macro for CUDA runtime, CUPTI and NVML calls (docs/STYLE.md 7), and the
  * launch callback type every GPU pass (trace, counters, timing) runs.
  * A failed call becomes a reason in a struct dkb_err, never a print or an exit:
  *   "cudaGetDeviceCount: CUDA driver version is insufficient for CUDA runtime version
@@ -14,7 +14,7 @@
 typedef int (*dkb_launch_fn)(void *arg, void *stream);
 
 /* Evaluates `call`; on a non-zero status fills err (see the file comment) and jumps to the calling
- * function's `cleanup` label, its one exit (STYLE 6). The CUDA form also clears the runtime's last
+ * function's `cleanup` label, its one exit (docs/STYLE.md 6). The CUDA form also clears the runtime's last
  * error (cudaGetLastError) so the next call does not report it again. */
 #define DKB_GPU_CHECK_(err, call, fail)                                    \
   do {                                                                     \

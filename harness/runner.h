@@ -1,4 +1,4 @@
-/* runner.h - one `dkb run` end to end (DESIGN.md "One dkb run, as data flows"):
+/* runner.h - one `dkb run` end to end (docs/DESIGN.md "One dkb run, as data flows"):
  *   call -> inputs (seeded, poisoned) -> plan -> admission -> float64 oracle -> capture pass (NVTX +
  *   CUPTI) -> correctness -> timing pass (no tracing) -> counters pass -> loader map -> bundle.
  * Nothing here prints: progress goes through a callback, and the outcome is a graded bundle written

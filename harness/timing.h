@@ -1,4 +1,4 @@
-/* timing.h - the timed pass (article 0x0BH; STYLE 13): warm-up, then samples each bracketed by a
+/* timing.h - the timed pass (article 0x0BH; docs/STYLE.md 13): warm-up, then samples each bracketed by a
  * cudaEvent pair on the stream and synchronized, every raw sample kept (microseconds), a stated
  * stopping rule, and the summary from oracles/stats.h. Run it without tracing or counters.
  *

@@ -34,14 +34,14 @@ int dkb_err_vset(struct dkb_err *e, int code, const char *file, const char *poin
 /* "file:line:column: msg", "file: /ptr: msg", "file: msg" or "msg": the one message form. */
 void dkb_err_format(const struct dkb_err *e, char *out, unsigned long n);
 
-/* Programmer errors only (STYLE 8): never for bad input. */
+/* Programmer errors only (docs/STYLE.md 8): never for bad input. */
 #define DKB_BUG(...) dkb_bug(__FILE__, __LINE__, __VA_ARGS__)
 _Noreturn void dkb_bug(const char *file, int line, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 /* Checked allocation, for everything dkb puts on the heap (and, through cmd/main.c, for jansson and
  * libcrypto). Out of memory is neither bad input nor a bug, and no caller can do better than stop: the
  * command ends at once with exit code 4 (DKB_ENV) and "dkb: error: out of memory: cannot allocate N bytes
- * (file:line)". This is the one place a lower layer ends the process (STYLE 6), as git's xmalloc does.
+ * (file:line)". This is the one place a lower layer ends the process (docs/STYLE.md 6), as git's xmalloc does.
  * No atexit handler or library destructor runs short of memory (_exit), and no file is left half
  * written: fsutil only ever renames whole files into place. A size of 0 allocates 1 byte, so NULL
  * never means success. */

@@ -1,4 +1,4 @@
-/* compare.h - the one comparison function and tolerance rule of dkb (STYLE 10).
+/* compare.h - the one comparison function and tolerance rule of dkb (docs/STYLE.md 10).
  * An element passes when |got - ref| <= atol + rtol * |ref|. Non-finite values are never compared
  * numerically: an infinite reference must be matched exactly (LSE = -inf for an all-masked row), and
  * NaN anywhere is counted apart and is always a violation. Contract expectations, GPU-versus-oracle

@@ -47,7 +47,7 @@ static void canonical_strings_match_python(void **s) { (void)s; same_as_python("
 static void canonical_nesting_and_ints_match_python(void **s) { (void)s; same_as_python("tests/data/canonical/nested.json"); }
 static void canonical_call_key_matches_python(void **s) { (void)s; same_as_python("tests/data/canonical/call_key.json"); }
 
-/* The exact forms DESIGN.md names. */
+/* The exact forms docs/DESIGN.md names. */
 static void canonical_float_forms_are_python_repr(void **s) {
   (void)s;
   struct { double v; const char *want; } cases[] = {

@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "harness/backends.h"
 #include "harness/bench.h"
@@ -313,6 +314,19 @@ static void run_without_gpu_stops_at_level_2_with_reason(void **s) {
                                 "(compute_capability unknown: no CUDA device); dkb_naive_reference (compute_capability "
                                 "unknown: no CUDA device)\n"));
   assert_non_null(strstr(r.out, "  correctness not checked: the call stopped at cuda_runtime_unavailable (the float64 oracle ran on the host)\n"));
+  /* the summary says first which levels need a GPU, in words that are not CUDA's when no driver is loaded
+   * (cudaErrorInsufficientDriver reads as "update the driver"), and ends with the commands to run next */
+  assert_non_null(strstr(r.out, "dkb run: default\n  host        levels 3-6 need a GPU, and "));
+  if (access("/proc/driver/nvidia/version", F_OK)) {
+    assert_non_null(strstr(r.out, "  host        levels 3-6 need a GPU, and this host has none: no NVIDIA driver is loaded\n"));
+    assert_non_null(strstr(r.out, "  reason      cuda_runtime_unavailable: cudaGetDeviceCount: no NVIDIA driver is loaded "
+                                  "(cudaErrorInsufficientDriver)\n"));
+    assert_null(strstr(r.out, "driver version is insufficient"));
+    assert_null(strstr(r.err, "driver version is insufficient"));
+  }
+  snprintf(line, sizeof line, "  next        build/dkb validate %s/run-cpu/bundle.json  # re-grades the bundle", tmp_dir());
+  assert_non_null(strstr(r.out, line));
+  assert_non_null(strstr(r.out, "\n              build/dkb preflight "));
   run_result_release(&r);
   run_sh(&r, "build/dkb validate %s/run-cpu/bundle.json --source-root . && "
              "/usr/bin/python3 tests/schema_check.py schemas/bundle.schema.json %s/run-cpu/bundle.json",
@@ -1066,8 +1080,8 @@ static void assert_budget(const char *out, const char *name, const char *verdict
   free(buf);
 }
 
-/* tools/budgets.py (DESIGN.md's budgets, run on the GPU machine by gpu-smoke --budgets) against a stand-in
- * dkb whose `run` holds MB MiB and writes a bundle of the given level and K/V bytes: a peak resident
+/* tools/budgets.py (docs/DESIGN.md's budgets, run on the GPU machine by gpu-smoke --budgets) against a
+ * stand-in dkb whose `run` holds MB MiB and writes a bundle of the given level and K/V bytes: a peak resident
  * memory over 1.5x the call's bytes is missed (exit 1), one under is met; the wall budget is judged only
  * for a level-6 run, the memory ratio only from 256 MiB of K/V; a run that leaves no bundle is exit 4,
  * and never read from an earlier run's folder. */

@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""budgets.py - the budgets of DESIGN.md, measured with the real binary (never by a timed test):
+"""budgets.py - the budgets of docs/DESIGN.md, measured with the real binary (never by a timed test):
 
   run_wall      `dkb run` of a case of at least 512 MiB of K/V, end to end: under 10 s on the GPU machine
                 (judged only when the run reached level 6, i.e. it did the GPU work it is budgeted for)

@@ -4,7 +4,7 @@
 # every decode fixture through `dkb run` (correctness against the float64 oracle, a short timing pass),
 # compute-sanitizer memcheck and racecheck on small cases, and optionally the bench matrix with --counters
 # (compared with the committed run fixtures/captured/bench-13, these kernels with --counters) and
-# DESIGN.md's budgets (tools/budgets.py).
+# docs/DESIGN.md's budgets (tools/budgets.py).
 # Everything lands in $OUT (default /tmp/dkb-gpu): summary.txt plus one tarball of the bundles and logs.
 # --asan DIR runs the host code of the GPU path under AddressSanitizer and UndefinedBehaviorSanitizer:
 # DIR is `make build-asan/carry` (the ASan build's dkb and dkb_tests with the two sanitizer runtimes,
@@ -99,7 +99,7 @@ sys.exit(1 if own else 0)
 PY
 fi
 if [ "$BUDGETS" = 1 ]; then
-  echo "== budgets (DESIGN.md)" >> "$S"
+  echo "== budgets (docs/DESIGN.md)" >> "$S"
   python3 tools/budgets.py --out "$W/budgets" >> "$S" 2>&1; echo "budgets rc=$?" >> "$S"
 fi
 if [ "$BENCH" = 1 ]; then

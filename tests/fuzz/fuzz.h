@@ -11,8 +11,8 @@
 #include <string.h>
 #include <unistd.h>
 
-/* A refused input must say so the way STYLE asks: malformed input (exit 3), naming the file, with a
- * reason. Anything else is a finding: abort() makes libFuzzer keep the input. */
+/* A refused input must say so the way docs/STYLE.md asks (4, 5): malformed input (exit 3), naming the
+ * file, with a reason. Anything else is a finding: abort() makes libFuzzer keep the input. */
 static inline void fuzz_require_input_error(const struct dkb_err *e, const char *file) {
   if (e->code != DKB_INPUT || strcmp(e->file, file) || !e->msg[0]) {
     fprintf(stderr, "refused without a malformed-input error: code %d, file '%s', pointer '%s', msg '%s'\n", e->code,
