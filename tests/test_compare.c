@@ -1,6 +1,6 @@
-/* test_compare.c - `dkb compare` on the bench runs captured on the H200 and on copies of them with
- * medians, noise, levels or devices changed: which changes it calls same, faster or slower, and the exit
- * code CI gates on. */
+/* test_compare.c - `dkb compare` on the bench runs kept from the H200 (fixtures/captured/bench/) and on
+ * copies of them with medians, noise, levels or devices changed: which changes it calls same, faster or
+ * slower, and the exit code CI gates on. */
 #include "tests/util.h"
 
 #include <stdio.h>
@@ -9,7 +9,10 @@
 #include "harness/bench.h"
 #include "lib/err.h"
 
-static const char *const RUN = "fixtures/captured/bench-1/bench.json";
+/* each case's noise and the device, no clocks */
+static const char *const RUN = "fixtures/captured/bench/before-launch-bounds-128-2/bench.json";
+/* clocks for every case, none slowed */
+#define CLOCKED "fixtures/captured/bench/early-slot-index-b"
 #define KEY64 "376515b4654d69566f8dc9b4188627d823a21c548af496e05b376d9aa6b2624e"
 
 /* A copy of RUN as tmp/NAME with edits (tests/jsontool.py's ops) applied; returns its path. */
@@ -60,20 +63,26 @@ static void compare_calls_a_run_the_same_as_itself(void **s) {
   assert_non_null(strstr(r.out, "compare: 44 cases: 44 same, 0 faster, 0 slower, 0 unknown"));
   assert_non_null(strstr(r.out, "roofline: new / base - 1 = +0.0 %"));
   run_result_release(&r);
-  /* bench-3 recorded each case's noise and its device: no band needs to be given; a bench output folder
+  /* a run that recorded each case's noise and its device: no band needs to be given; a bench output folder
    * stands for its bench.json */
-  compare(&r, 0, "fixtures/captured/bench-3 fixtures/captured/bench-3/bench.json");
+  compare(&r, 0, CLOCKED " " CLOCKED "/bench.json");
   assert_non_null(strstr(r.out, "compare: 44 cases: 44 same, 0 faster, 0 slower, 0 unknown"));
-  assert_non_null(strstr(r.out, ", NVIDIA H200 (GPU-43ffc7a2-dd2f-6139-56da-d9fcef844f7c)\n"));
+  assert_non_null(strstr(r.out, ", NVIDIA H200 (GPU-d37cfc5e-b00f-d515-3c86-273ef85e6a34)\n"));
   assert_non_null(strstr(r.out, "device: the same GPU\n"));
-  assert_non_null(strstr(r.out, "base  fixtures/captured/bench-3/bench.json: commit e4c78d341a31, "));
+  assert_non_null(strstr(r.out, "base  " CLOCKED "/bench.json: commit 7af5fe1b223d, "));
   run_result_release(&r);
-  /* bench-2 predates rel_stdev: without --noise no case can be judged, and a gate that judged nothing
+  /* a run from before rel_stdev (and call keys and the device) were recorded, as a kept run without them
+   * (another instance, 4.633 TB/s): without --noise no case can be judged, and a gate that judged nothing
    * has not passed (exit 4) */
-  compare(&r, 4, "fixtures/captured/bench-2/bench.json %s", RUN);
+  struct run_result e;
+  run_sh(&e, "/usr/bin/python3 tests/jsontool.py edit fixtures/captured/bench/first-tile-at-entry/bench.json %s/no-noise.json "
+             "del /cases/*/rel_stdev del /cases/*/samples del /cases/*/call_key_sha256 del /device", tmp_dir());
+  assert_int_equal(e.rc, 0);
+  run_result_release(&e);
+  compare(&r, 4, "%s/no-noise.json %s", tmp_dir(), RUN);
   assert_string_equal(r.err, "dkb: error: no case could be judged: each is unknown (--noise PCT), unmeasured, other_call or in one run only\n");
   assert_non_null(strstr(r.out, "44 unknown (no recorded noise: --noise PCT)"));
-  assert_non_null(strstr(r.out, "roofline: new / base - 1 = -2.4 %"));
+  assert_non_null(strstr(r.out, "roofline: new / base - 1 = -2.1 %"));
   assert_non_null(strstr(r.out, "device: not recorded by both runs"));
   assert_verdict(r.out, "b16-t8192-g4-paged16", "unknown");
   run_result_release(&r);
@@ -129,15 +138,15 @@ static void compare_says_when_a_case_ran_slowed(void **s) {
   if (r.rc) fail_msg("%s%s", r.out, r.err);
   assert_string_equal(r.out, "[(None, True), (None, False), (None, None)]\n");
   run_result_release(&r);
-  /* Real runs: fixtures/captured/bench recorded NVML clocks for every case (1980 MHz, no reason), bench-1
-   * none: no clocks line, and every case is (None, False) */
-  run_sh(&r, "build/dkb compare %s fixtures/captured/bench --json > %s/clk-real.json; [ $? -le 1 ] && "
+  /* Real runs: CLOCKED recorded NVML clocks for every case (1980 MHz, no reason), RUN none: no clocks line,
+   * and every case is (None, False) */
+  run_sh(&r, "build/dkb compare %s " CLOCKED " --json > %s/clk-real.json; [ $? -le 1 ] && "
              "/usr/bin/python3 tests/bench_facts.py slowed %s/clk-real.json all",
          RUN, tmp_dir(), tmp_dir());
   if (r.rc) fail_msg("%s%s", r.out, r.err);
   assert_string_equal(r.out, "44 [(None, False)]\n");
   run_result_release(&r);
-  compare(&r, 1, "%s fixtures/captured/bench", RUN);
+  compare(&r, 1, "%s " CLOCKED, RUN);
   assert_null(strstr(r.out, "  clocks: "));
   assert_non_null(strstr(r.out, "device: two different GPUs"));
   run_result_release(&r);
@@ -295,7 +304,7 @@ static void bench_reads_a_cases_clocks_and_flags_a_slowdown(void **s) {
   dkb_err_clear(&e);
   char note[300];
   /* a bundle captured on the H200: 1980 MHz before and after, no reason */
-  snprintf(bc.bundle_dir, sizeof bc.bundle_dir, "fixtures/captured/default");
+  snprintf(bc.bundle_dir, sizeof bc.bundle_dir, "fixtures/captured/bundles/default");
   assert_int_equal(bench_case_read_bundle(&bc, 1, &e), 0);
   assert_true(bc.clocks_reported);
   assert_int_equal(bc.sm_mhz[0], 1980);
