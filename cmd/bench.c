@@ -199,6 +199,10 @@ int cmd_bench(int argc, char **argv) {
   bench_outcome_release(&res);
   bench_matrix_release(&m);
   fflush(stdout);  /* the table before the verdict when both go to one file */
+  if (rc == DKB_OK && require && !nv) {  /* a gate that judged nothing has not passed */
+    fprintf(stderr, "dkb: error: --require-targets: no bench target was judged: the matrix sets none\n");
+    return DKB_ENV;
+  }
   if (rc == DKB_OK && require && missed) {
     fprintf(stderr, "dkb: error: %d of %d bench targets missed\n", missed, nv);
     return DKB_FAIL;

@@ -139,6 +139,10 @@ int bench_matrix_load(const char *path, struct bench_matrix *m, struct dkb_err *
   if (jr_num(&r, doc, "", "auto_within_pct", 0, 0, 100, &m->auto_within_pct)) goto fail;
   const json_t *cases = jr_get(&r, doc, "", "cases", 1, JSON_ARRAY);
   if (!cases) goto fail;
+  if (!json_array_size(cases)) {  /* a bench of nothing would pass every gate */
+    jr_fail(&r, "/cases", NULL, "must hold at least one case (got an empty array)");
+    goto fail;
+  }
   for (size_t i = 0; i < json_array_size(cases); i++) {
     char p[DKB_PTR_MAX];
     jr_ptr_idx(p, "/cases", i);

@@ -777,6 +777,40 @@ static void bench_targets_errors_and_require_targets(void **s) {
   run_result_release(&r);
 }
 
+/* A matrix without cases is malformed (its schema says minItems 1), as a missing fixture is: exit 3 with
+ * the file, /cases and the reason, before anything runs. --require-targets over a run that judged no
+ * target (fixtures, or a matrix that sets none) has not passed: exit 4, saying so, after the run. */
+static void bench_refuses_an_empty_matrix_and_a_target_gate_with_nothing_to_judge(void **s) {
+  (void)s;
+  static const char *const empty = "{\"schema\": \"dkb.bench-matrix/v1\", \"name\": \"t\", \"cases\": []}";
+  const char *path = tmp_file("bench-empty.json", empty);
+  struct run_result r;
+  run_sh(&r, "/usr/bin/python3 tests/schema_check.py --expect-invalid schemas/bench-matrix.schema.json %s && "
+             "rm -rf %s/bench-empty-out && build/dkb bench --matrix %s -o %s/bench-empty-out --require-targets; rc=$?; "
+             "[ -e %s/bench-empty-out/bench.json ] && echo wrote; exit $rc",
+         path, tmp_dir(), path, tmp_dir(), tmp_dir());
+  char want[1200];
+  snprintf(want, sizeof want, "dkb: error: %s: /cases: must hold at least one case (got an empty array)\n", path);
+  if (r.rc != 3) fail_msg("exit %d, want 3\n%s%s", r.rc, r.out, r.err);
+  assert_string_equal(r.err, want);
+  assert_string_equal(r.out, "");
+  run_result_release(&r);
+  char fx[600];
+  assert_non_null(realpath("fixtures/decode/dk128-dv64.json", fx));
+  char doc[1400];
+  snprintf(doc, sizeof doc, "{\"schema\": \"dkb.bench-matrix/v1\", \"name\": \"t\", \"cases\": [{\"fixture\": \"%s\"}]}", fx);
+  const char *none = tmp_file("bench-no-targets.json", doc);
+  const char *const how[] = {"fixtures/decode/dk128-dv64.json", "--matrix"};
+  for (int i = 0; i < 2; i++) {
+    run_sh(&r, "build/dkb bench %s %s -o %s/bench-no-targets --no-roofline --max-time 0.05 --require-targets", how[i],
+           i ? none : "", tmp_dir());
+    if (r.rc != 4) fail_msg("%s: exit %d, want 4\n%s%s", how[i], r.rc, r.out, r.err);
+    assert_non_null(strstr(r.err, "dkb: error: --require-targets: no bench target was judged: the matrix sets none\n"));
+    assert_non_null(strstr(r.out, "wrote "));  /* the run's results stand beside the verdict */
+    run_result_release(&r);
+  }
+}
+
 /* On the GPU: every decode fixture passes correctness and reaches level 6; split = k agrees with
  * split = 1 within the fixture's tolerance. */
 static void gpu_every_decode_fixture_reaches_level_6(void **s) {
@@ -1077,6 +1111,7 @@ DKB_TEST_GROUP(run, cmocka_unit_test(decode_fixtures_are_schema_valid_and_load),
                cmocka_unit_test(dumps_recompute_in_numpy_to_1e12), cmocka_unit_test(bench_writes_table_csv_json_and_svg), cmocka_unit_test(bench_counters_give_each_case_its_dram_bytes_or_say_why_not),
                cmocka_unit_test(bench_targets_judge_level_6_results_only),
                cmocka_unit_test(bench_fraction_targets_need_k_v_from_dram_when_counters_say_so), cmocka_unit_test(bench_targets_errors_and_require_targets),
+               cmocka_unit_test(bench_refuses_an_empty_matrix_and_a_target_gate_with_nothing_to_judge),
                cmocka_unit_test(bench_chart_plots_masked_calls_at_their_visible_fraction_and_reads_beside_them),
                cmocka_unit_test(bench_excess_is_the_median_beyond_the_floor_and_the_read_at_the_roofline),
                cmocka_unit_test(bench_read_fraction_is_the_same_bytes_read_over_the_median),
