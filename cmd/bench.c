@@ -21,10 +21,17 @@ static int worse(int rc, int code) {
   return rc == DKB_OK || code == DKB_FAIL ? code : rc;
 }
 
+/* print_case's context: the exit code so far, and whether the cases' fractions have a roofline. */
+struct table {
+  int rc;
+  int roofline_measured;
+};
+
 /* One case's row of the table (and its clocks and DRAM notes), or its error, as bench_execute reports
- * it; *ctx is the exit code so far. */
+ * it. */
 static void print_case(void *ctx, const struct bench_matrix *m, const struct bench_case_report *rep) {
-  int *rc = ctx;
+  struct table *t = ctx;
+  int *rc = &t->rc;
   const struct bench_case *bc = &m->cases[rep->index];
   if (rep->load_err) {
     *rc = cmd_report_err(rep->load_err);
@@ -37,16 +44,27 @@ static void print_case(void *ctx, const struct bench_matrix *m, const struct ben
   if (rep->bundle_err) *rc = worse(*rc, cmd_report_err_in(bc->name, rep->bundle_err));
   if (rep->read_failed) fprintf(stderr, "dkb: bench: %s: same-bytes read not measured: %s\n", bc->name, bc->read_reason);
   *rc = worse(*rc, ladder_terminal_exit_code(bc->terminal, bc->launch_code));  /* a wrong output or a faulting kernel: 1; a launch the machine failed: 4 */
+  if (bc->median_us <= 0) {  /* no figure, not zeros that read as one */
+    printf("%-34s %-15s %5d %6.0f %4d %7d  not measured (level %d, %s)\n", bc->name, bc->layout, bc->B, bc->mean_len,
+           bc->H_q / bc->H_kv, bc->splits, bc->level, bc->terminal);
+    fflush(stdout);
+    return;
+  }
   char noise[16] = "-";  /* the samples' relative stdev: how far to trust the median */
   if (bc->samples) snprintf(noise, sizeof noise, "%.2f%%", 100 * bc->rel_stdev);
   char excess[16] = "-";  /* us beyond the floor and the read at the roofline */
   if (isfinite(bc->excess_us)) snprintf(excess, sizeof excess, "%.2f", bc->excess_us);
+  char frac[16] = "-", vfrac[16] = "-";  /* fractions of a measured roofline only */
+  if (t->roofline_measured) {
+    snprintf(frac, sizeof frac, "%.3f", bc->frac);
+    snprintf(vfrac, sizeof vfrac, "%.3f", bc->visible_frac);
+  }
   char rd[16] = "-", rf[16] = "-";  /* the same-bytes read and the case's fraction of its speed */
   if (bc->read_us > 0) snprintf(rd, sizeof rd, "%.2f", bc->read_us);
   if (isfinite(bc->read_fraction)) snprintf(rf, sizeof rf, "%.3f", bc->read_fraction);
-  printf("%-34s %-15s %5d %6.0f %4d %7d %10.2f %6s %7.3f %6.3f %8.3f %6.3f %7s %8s %6s %5d\n", bc->name, bc->layout, bc->B,
-         bc->mean_len, bc->H_q / bc->H_kv, bc->splits, bc->median_us, noise, bc->tbps, bc->frac, bc->visible_tbps, bc->visible_frac,
-         excess, rd, rf, bc->level);
+  printf("%-34s %-15s %5d %6.0f %4d %7d %10.2f %6s %7.3f %6s %8.3f %6s %7s %8s %6s %5d\n", bc->name, bc->layout, bc->B,
+         bc->mean_len, bc->H_q / bc->H_kv, bc->splits, bc->median_us, noise, bc->tbps, frac, bc->visible_tbps, vfrac, excess, rd, rf,
+         bc->level);
   char note[2048];
   if (bench_clock_note(bc, note, sizeof note)) printf("  clocks: %s %s\n", bc->name, note);
   if (bench_l2_served(m, bc) && bench_dram_note(bc, note, sizeof note)) printf("  dram: %s %s\n", bc->name, note);  /* --cold: the timed calls found L2 flushed */
@@ -188,9 +206,10 @@ int cmd_bench(int argc, char **argv) {
   if (!env.dev.available)
     fprintf(stderr, "dkb: bench: no GPU (%s); every case stops at the level the host proves\n", env.dev.reason);
   print_references(&env, roof);
-  int rc = DKB_OK, missed, unmeasured;
+  struct table tab = {DKB_OK, env.roof.measured};
   struct bench_outcome res;
-  bench_execute(&m, &o, &env, print_case, &rc, &res);
+  bench_execute(&m, &o, &env, print_case, &tab, &res);
+  int rc = tab.rc, missed, unmeasured;
   print_summary(&m, &res.tally, counters, cold);
   print_targets(&m, matrix, &res, &missed, &unmeasured);
   const int nv = res.nv;

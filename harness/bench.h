@@ -210,7 +210,9 @@ void bench_execute(struct bench_matrix *m, const struct bench_opts *o, const str
 void bench_outcome_release(struct bench_outcome *out);
 
 /* Writes DIR/bench.json (dkb.bench/v1, with the verdicts and the device, when dev is not NULL),
- * DIR/bench.csv and DIR/roofline-fraction.svg atomically. */
+ * DIR/bench.csv and DIR/roofline-fraction.svg atomically. A case that was not timed records no figure:
+ * its median, bandwidths and fractions are null in bench.json and empty in the CSV, as its fractions are
+ * without a measured roofline. */
 int bench_write(const char *dir, const struct bench_matrix *m, const struct bench_roofline *r, const struct bench_verdict *v,
                 int nv, const struct dkb_device_info *dev, int argc, char **argv, struct dkb_err *err);
 

@@ -33,10 +33,11 @@ static int load_device(struct jr *j, struct bench_run *r) {
 static int load_case(struct jr *j, const json_t *c, const char *p, struct bench_run_case *bc) {
   if (!json_is_object(c)) return jr_fail(j, p, NULL, "must be an object (got %s)", jr_type_name(c));
   long long level = 0;
-  if (jr_str(j, c, p, "name", 1, &bc->name) || jr_int(j, c, p, "level", 1, 0, 6, &level) ||
-      jr_num(j, c, p, "median_us", 1, 0, 1e12, &bc->median_us))
-    return -1;
+  if (jr_str(j, c, p, "name", 1, &bc->name) || jr_int(j, c, p, "level", 1, 0, 6, &level)) return -1;
   bc->level = (int)level;
+  bc->median_us = 0;  /* null: not timed (runs before that was so recorded wrote 0) */
+  if (!json_object_get(c, "median_us")) return jr_fail(j, p, NULL, "missing required key 'median_us'");
+  if (!json_is_null(json_object_get(c, "median_us")) && jr_num(j, c, p, "median_us", 1, 0, 1e12, &bc->median_us)) return -1;
   bc->rel_stdev = NAN;
   const json_t *rs = json_object_get(c, "rel_stdev");
   if (rs && !json_is_null(rs) && jr_num(j, c, p, "rel_stdev", 1, 0, 1e9, &bc->rel_stdev)) return -1;
@@ -45,7 +46,8 @@ static int load_case(struct jr *j, const json_t *c, const char *p, struct bench_
   if (k && !json_is_null(k) && jr_str(j, c, p, "call_key_sha256", 1, &bc->call_key)) return -1;
   bc->frac = NAN;  /* over the visible bytes: a masked call's whole-cache fraction counts skipped bytes */
   const char *fk = json_object_get(c, "visible_roofline_fraction") ? "visible_roofline_fraction" : "roofline_fraction";
-  if (json_object_get(c, fk) && jr_num(j, c, p, fk, 1, 0, 1e9, &bc->frac)) return -1;
+  const json_t *f = json_object_get(c, fk);  /* null: not timed, or no roofline */
+  if (f && !json_is_null(f) && jr_num(j, c, p, fk, 1, 0, 1e9, &bc->frac)) return -1;
   if (!(bc->median_us > 0)) bc->frac = NAN;  /* not timed: its 0 is no fraction */
   bc->slowed = -1;
   const json_t *clk = json_object_get(c, "clocks");

@@ -6,8 +6,8 @@ reads one document and prints what its test asserts.
 usage: bench_facts.py floors BENCH_JSON     the launch floors: kernel, then measured and sound (a median and
                                             samples when measured, else a reason) for plain launches and graph
        bench_facts.py cases BENCH_JSON      the device's status; the timed cases' count and whether each has >= 20
-                                            samples and a spread; the same for the untimed ones (0 samples, no
-                                            spread); whether every case has its call key, an excess exactly when
+                                            samples, a spread and a positive median; the same for the untimed ones
+                                            (a null median, 0 samples, no spread); whether every case has its call key, an excess exactly when
                                             timed against a measured floor, and a same-bytes read exactly when timed
        bench_facts.py dram BENCH_JSON       case 0: whether it carries DRAM bytes, and whether its ratio is not null
        bench_facts.py reads BENCH_JSON      the case count, whether cases 0 and 1 share one read above the launch
@@ -34,12 +34,12 @@ def floors(b):
 
 def cases(b):
     cs = b["cases"]
-    timed = [c["samples"] >= 20 and c["rel_stdev"] >= 0 for c in cs if c["median_us"] > 0]
-    untimed = [c["samples"] == 0 and c["rel_stdev"] is None for c in cs if c["median_us"] == 0]
+    med = [c["median_us"] is not None for c in cs]  # a case that was not timed records no median
+    timed = [c["samples"] >= 20 and c["rel_stdev"] >= 0 and c["median_us"] > 0 for c, m in zip(cs, med) if m]
+    untimed = [c["samples"] == 0 and c["rel_stdev"] is None for c, m in zip(cs, med) if not m]
     keys = all(len(c["call_key_sha256"]) == 64 for c in cs)
-    excess = all((c["excess_us"] is not None) == (c["median_us"] > 0 and b["launch_floor"]["measured"]) for c in cs)
-    reads = all((c["read_us"] is not None) == (c["median_us"] > 0) and (c["read_samples"] > 0) == (c["median_us"] > 0)
-                for c in cs)
+    excess = all((c["excess_us"] is not None) == (m and b["launch_floor"]["measured"]) for c, m in zip(cs, med))
+    reads = all((c["read_us"] is not None) == m and (c["read_samples"] > 0) == m for c, m in zip(cs, med))
     print(b["device"]["status"], len(timed), all(timed), len(untimed), all(untimed), keys, excess, reads)
 
 

@@ -377,6 +377,41 @@ static void bench_writes_table_csv_json_and_svg(void **s) {
   run_result_release(&r);
 }
 
+/* A case that ran but was not timed (no GPU here; on a GPU the naive reference, forced by the fixture,
+ * refuses --graph) is no measurement: its row says "not measured (level N, terminal)" and prints no figure,
+ * bench.json records null for its median, bandwidths and fractions (the schema allows it, bench_check.py
+ * wants it: a recorded 0.0 is refused), and the CSV leaves them empty. */
+static void bench_records_no_figure_for_a_case_it_did_not_time(void **s) {
+  (void)s;
+  struct run_result r;
+  char dir[600];
+  snprintf(dir, sizeof dir, "%s/bench-untimed", tmp_dir());
+  run_sh(&r, "build/dkb bench fixtures/decode/naive-reference-backend.json --graph --no-roofline -o %s 2>/dev/null | "
+             "grep '^naive-reference-backend '; /usr/bin/python3 tests/schema_check.py schemas/bench.schema.json %s/bench.json && "
+             "/usr/bin/python3 tests/bench_check.py %s/bench.json && /usr/bin/python3 tests/jsontool.py get %s/bench.json "
+             "/cases/0/ran /cases/0/median_us /cases/0/tbps /cases/0/roofline_fraction /cases/0/visible_tbps "
+             "/cases/0/visible_roofline_fraction /cases/0/level /cases/0/terminal && sed -n 2p %s/bench.csv | cut -d, -f11,13-16",
+         dir, dir, dir, dir, dir);
+  if (r.rc) fail_msg("exit %d\n%s%s", r.rc, r.out, r.err);
+  int level = -1;
+  char terminal[64] = "", row[128];
+  const char *rec = strstr(r.out, "\nTrue None None None None None ");
+  if (!rec || sscanf(rec, "\nTrue None None None None None %d %63s", &level, terminal) != 2) fail_msg("no null figures in\n%s", r.out);
+  snprintf(row, sizeof row, "not measured (level %d, %s)\n", level, terminal);
+  const char *nl = strchr(r.out, '\n');
+  if (!strstr(r.out, row) || strstr(r.out, row) > nl) fail_msg("want the row to end with '%s' in\n%s", row, r.out);
+  assert_null(strstr(r.out, "0.00"));
+  assert_non_null(strstr(r.out, "\n,,,,\n"));  /* CSV: median_us, tbps ... visible_roofline_fraction: none a figure */
+  char why[256];
+  if (!have_gpu(why, sizeof why)) assert_non_null(strstr(r.out, "not measured (level 2, cuda_runtime_unavailable)\n"));
+  run_result_release(&r);
+  /* a recorded zero is a figure: refused */
+  run_sh(&r, "/usr/bin/python3 tests/jsontool.py edit %s/bench.json %s/zero.json set /cases/0/median_us 0.0 && "
+             "/usr/bin/python3 tests/bench_check.py %s/zero.json", dir, dir, dir);
+  if (r.rc != 1 || !strstr(r.out, "naive-reference-backend: median_us 0.0 for a case that was not timed: null")) fail_msg("exit %d\n%s%s", r.rc, r.out, r.err);
+  run_result_release(&r);
+}
+
 /* bench --counters: with a GPU every case carries the DRAM bytes of a call and their ratio to its visible
  * K/V (bench_check.py recomputes it); without one no case has them, and the table says so. */
 static void bench_counters_give_each_case_its_dram_bytes_or_say_why_not(void **s) {
@@ -1108,7 +1143,8 @@ DKB_TEST_GROUP(run, cmocka_unit_test(decode_fixtures_are_schema_valid_and_load),
                cmocka_unit_test(plan_items_cover_visible_keys_exactly), cmocka_unit_test(auto_split_minimizes_the_lpt_makespan),
                cmocka_unit_test(cluster_plans_keep_each_requests_items_together_in_slot_order),
                cmocka_unit_test(run_without_gpu_stops_at_level_2_with_reason),
-               cmocka_unit_test(dumps_recompute_in_numpy_to_1e12), cmocka_unit_test(bench_writes_table_csv_json_and_svg), cmocka_unit_test(bench_counters_give_each_case_its_dram_bytes_or_say_why_not),
+               cmocka_unit_test(dumps_recompute_in_numpy_to_1e12), cmocka_unit_test(bench_writes_table_csv_json_and_svg),
+               cmocka_unit_test(bench_records_no_figure_for_a_case_it_did_not_time), cmocka_unit_test(bench_counters_give_each_case_its_dram_bytes_or_say_why_not),
                cmocka_unit_test(bench_targets_judge_level_6_results_only),
                cmocka_unit_test(bench_fraction_targets_need_k_v_from_dram_when_counters_say_so), cmocka_unit_test(bench_targets_errors_and_require_targets),
                cmocka_unit_test(bench_refuses_an_empty_matrix_and_a_target_gate_with_nothing_to_judge),
