@@ -7,6 +7,7 @@ usage: jsontool.py edit IN OUT OP...   writes IN with the edits applied, in orde
          set PTR JSON     the value at PTR becomes JSON (a new member of an object is added)
          add PTR NUM      the number at PTR plus NUM
          scale PTR NUM    the number at PTR times NUM
+         div PTR NUM      the number at PTR over NUM
          del PTR          the member or element at PTR removed
          copy FROM TO     the value at FROM set at TO
          expect PTR JSON  exit 1 unless the value at PTR is JSON (an edit that changes nothing proves nothing)
@@ -68,7 +69,7 @@ def get(doc, ptr):
 def edit(args):
     src, dst, ops = args[0], args[1], args[2:]
     doc = json.load(open(src))
-    arity = {"set": 2, "add": 2, "scale": 2, "del": 1, "copy": 2, "expect": 2}
+    arity = {"set": 2, "add": 2, "scale": 2, "div": 2, "del": 1, "copy": 2, "expect": 2}
     i = 0
     while i < len(ops):
         op = ops[i]
@@ -90,6 +91,8 @@ def edit(args):
                 node[key] += float(a[1])
             elif op == "scale":
                 node[key] *= float(a[1])
+            elif op == "div":
+                node[key] /= float(a[1])
             elif op == "del":
                 del node[key]
             else:

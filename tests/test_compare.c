@@ -55,6 +55,11 @@ static void assert_verdict(const char *out, const char *name, const char *verdic
 }
 
 #define NOISE_1PCT "set /cases/*/rel_stdev 0.005 set /cases/*/samples 1000"
+/* Case I timed F times slower, as a run would record it: its median times F, its bandwidths and fractions
+ * over F (dkb compare refuses a file whose fractions disagree with its medians). */
+#define RETIMED(i, f) \
+  " scale /cases/" i "/median_us " f " div /cases/" i "/tbps " f " div /cases/" i "/roofline_fraction " f \
+  " div /cases/" i "/visible_tbps " f " div /cases/" i "/visible_roofline_fraction " f
 
 static void compare_calls_a_run_the_same_as_itself(void **s) {
   (void)s;
@@ -92,8 +97,7 @@ static void compare_calls_a_run_the_same_as_itself(void **s) {
 static void compare_flags_a_case_slower_beyond_its_noise(void **s) {
   (void)s;
   const char *base = edited("cmp-base.json", NOISE_1PCT);
-  const char *cand = edited("cmp-new.json", NOISE_1PCT " scale /cases/0/median_us 1.05 scale /cases/5/median_us 0.95 "
-                                            "scale /cases/23/median_us 1.009");
+  const char *cand = edited("cmp-new.json", NOISE_1PCT RETIMED("0", "1.05") RETIMED("5", "0.95") RETIMED("23", "1.009"));
   struct run_result r;
   compare(&r, 1, "%s %s", base, cand);
   assert_verdict(r.out, "b16-t8192-g4-contig", "slower");
@@ -115,7 +119,7 @@ static void compare_flags_a_case_slower_beyond_its_noise(void **s) {
 static void compare_says_when_a_case_ran_slowed(void **s) {
   (void)s;
   const char *base = edited("cmp-clk-base.json", NOISE_1PCT);
-  const char *cand = edited("cmp-clk-new.json", NOISE_1PCT " scale /cases/0/median_us 1.05 set /cases/0/clocks "
+  const char *cand = edited("cmp-clk-new.json", NOISE_1PCT RETIMED("0", "1.05") " set /cases/0/clocks "
                                                 "'{\"sm_mhz_before\": 1980, \"sm_mhz_after\": 1755, \"event_reasons\": [\"sw_power_cap\"], "
                                                 "\"slowed\": true}' set /cases/1/clocks '{\"sm_mhz_before\": 1980, "
                                                 "\"sm_mhz_after\": 1980, \"event_reasons\": [], \"slowed\": false}'");
@@ -166,7 +170,7 @@ static void compare_band_has_a_floor(void **s) {
   (void)s;
 #define NOISE_QUIET "set /cases/*/rel_stdev 0.0005 set /cases/*/samples 9"
   const char *base = edited("cmp-quiet-base.json", NOISE_QUIET);
-  const char *cand = edited("cmp-quiet-new.json", NOISE_QUIET " scale /cases/0/median_us 1.004 scale /cases/1/median_us 1.006");
+  const char *cand = edited("cmp-quiet-new.json", NOISE_QUIET RETIMED("0", "1.004") RETIMED("1", "1.006"));
   struct run_result r;
   compare(&r, 1, "%s %s", base, cand);
   assert_verdict(r.out, "b16-t8192-g4-contig", "same");
@@ -185,9 +189,9 @@ static void compare_band_has_a_floor(void **s) {
 static void compare_judges_level_6_cases_of_the_same_call(void **s) {
   (void)s;
   const char *base = edited("cmp-l-base.json", NOISE_1PCT " " KEYS);
-  const char *cand = edited("cmp-l-new.json", NOISE_1PCT " " KEYS " set /cases/0/level 5 scale /cases/0/median_us 2 "
-                                              "set /cases/1/name '\"renamed\"' "
-                                              "set /cases/2/call_key_sha256 '\"" KEY_B "\"' scale /cases/2/median_us 1.1");
+  const char *cand = edited("cmp-l-new.json", NOISE_1PCT " " KEYS " set /cases/0/level 5" RETIMED("0", "2")
+                                              " set /cases/1/name '\"renamed\"' "
+                                              "set /cases/2/call_key_sha256 '\"" KEY_B "\"'" RETIMED("2", "1.1"));
   struct run_result r;
   compare(&r, 0, "%s %s", base, cand);
   assert_verdict(r.out, "b16-t8192-g4-contig", "unmeasured");
@@ -223,6 +227,13 @@ static void compare_rejects_bad_input_with_its_pointer(void **s) {
       {"copy /cases/2/name /cases/9/name", "/cases/9/name: 'b16-t8192-g4-contig/split2' is also case 2: names must be unique"},
       {"set /cases/1/level 7", "/cases/1/level: must be"},
       {"set /cases/4 12", "/cases/4: must be an object (got integer)"},
+      /* a median changed without its fractions, or a fraction without its median: the file contradicts itself,
+       * and a gate that recomputed would trust the changed median */
+      {"scale /cases/0/median_us 1.05", "/cases/0/roofline_fraction: 0.930316 is not io_bytes / median_us / the roofline's tbps "
+                                        "= 0.886016: the figures disagree (one changed after dkb bench wrote them)\n"},
+      {"scale /cases/40/visible_roofline_fraction 1.01", "/cases/40/visible_roofline_fraction: 0.621624 is not (visible_kv_bytes + "
+                                                         "io_bytes - kv_bytes) / median_us / the roofline's tbps = 0.615469: the "
+                                                         "figures disagree (one changed after dkb bench wrote them)\n"},
   };
   struct run_result r;
   for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
@@ -417,7 +428,7 @@ static void bench_reads_a_calls_dram_bytes_and_flags_k_v_served_by_l2(void **s) 
 /* --json: the same verdicts as the table, in a report valid against schemas/compare-report.schema.json. */
 static void compare_json_report_is_schema_valid(void **s) {
   (void)s;
-  const char *cand = edited("cmp-json-new.json", NOISE_1PCT " scale /cases/0/median_us 1.05");
+  const char *cand = edited("cmp-json-new.json", NOISE_1PCT RETIMED("0", "1.05"));
   const char *base = edited("cmp-json-base.json", NOISE_1PCT);
   struct run_result r;
   run_sh(&r, "build/dkb compare %s %s --json > %s/cr.json; echo rc=$?; /usr/bin/python3 tests/schema_check.py "
