@@ -1,5 +1,5 @@
-/* bench.c - `dkb bench`: a sweep of decode calls against the streaming-read roofline. harness/bench.c runs
- * it (bench_prepare, bench_execute); this file parses the options, prints the table and the verdicts, and
+/* bench.c - `dkb bench`: a sweep of decode calls against the streaming-read roofline. harness/bench_run.c
+ * runs it (bench_prepare, bench_execute); this file parses the options, prints the table and the verdicts, and
  * chooses the exit code. */
 #include <getopt.h>
 #include <math.h>
@@ -19,6 +19,25 @@
 static int worse(int rc, int code) {
   if (code == DKB_OK || rc == DKB_FAIL) return rc;
   return rc == DKB_OK || code == DKB_FAIL ? code : rc;
+}
+
+/* A timed case's row: its median, noise, bandwidths, fractions (with a roofline), excess and same-bytes read. */
+static void print_row(const struct bench_case *bc, int roofline_measured) {
+  char noise[16] = "-";  /* the samples' relative stdev: how far to trust the median */
+  if (bc->samples) snprintf(noise, sizeof noise, "%.2f%%", 100 * bc->rel_stdev);
+  char excess[16] = "-";  /* us beyond the floor and the read at the roofline */
+  if (isfinite(bc->excess_us)) snprintf(excess, sizeof excess, "%.2f", bc->excess_us);
+  char frac[16] = "-", vfrac[16] = "-";  /* fractions of a measured roofline only */
+  if (roofline_measured) {
+    snprintf(frac, sizeof frac, "%.3f", bc->frac);
+    snprintf(vfrac, sizeof vfrac, "%.3f", bc->visible_frac);
+  }
+  char rd[16] = "-", rf[16] = "-";  /* the same-bytes read and the case's fraction of its speed */
+  if (bc->read_us > 0) snprintf(rd, sizeof rd, "%.2f", bc->read_us);
+  if (isfinite(bc->read_fraction)) snprintf(rf, sizeof rf, "%.3f", bc->read_fraction);
+  printf("%-34s %-15s %5d %6.0f %4d %7d %10.2f %6s %7.3f %6s %8.3f %6s %7s %8s %6s %5d\n", bc->name, bc->layout, bc->B,
+         bc->mean_len, bc->H_q / bc->H_kv, bc->splits, bc->median_us, noise, bc->tbps, frac, bc->visible_tbps, vfrac, excess, rd, rf,
+         bc->level);
 }
 
 /* print_case's context: the exit code so far, and whether the cases' fractions have a roofline. */
@@ -44,27 +63,10 @@ static void print_case(void *ctx, const struct bench_matrix *m, const struct ben
   if (rep->bundle_err) *rc = worse(*rc, cmd_report_err_in(bc->name, rep->bundle_err));
   if (rep->read_failed) fprintf(stderr, "dkb: bench: %s: same-bytes read not measured: %s\n", bc->name, bc->read_reason);
   *rc = worse(*rc, ladder_terminal_exit_code(bc->terminal, bc->launch_code));  /* a wrong output or a faulting kernel: 1; a launch the machine failed: 4 */
-  if (bc->median_us <= 0) {  /* no figure, not zeros that read as one */
+  if (bc->median_us > 0) print_row(bc, t->roofline_measured);
+  else  /* no figure, not zeros that read as one */
     printf("%-34s %-15s %5d %6.0f %4d %7d  not measured (level %d, %s)\n", bc->name, bc->layout, bc->B, bc->mean_len,
            bc->H_q / bc->H_kv, bc->splits, bc->level, bc->terminal);
-    fflush(stdout);
-    return;
-  }
-  char noise[16] = "-";  /* the samples' relative stdev: how far to trust the median */
-  if (bc->samples) snprintf(noise, sizeof noise, "%.2f%%", 100 * bc->rel_stdev);
-  char excess[16] = "-";  /* us beyond the floor and the read at the roofline */
-  if (isfinite(bc->excess_us)) snprintf(excess, sizeof excess, "%.2f", bc->excess_us);
-  char frac[16] = "-", vfrac[16] = "-";  /* fractions of a measured roofline only */
-  if (t->roofline_measured) {
-    snprintf(frac, sizeof frac, "%.3f", bc->frac);
-    snprintf(vfrac, sizeof vfrac, "%.3f", bc->visible_frac);
-  }
-  char rd[16] = "-", rf[16] = "-";  /* the same-bytes read and the case's fraction of its speed */
-  if (bc->read_us > 0) snprintf(rd, sizeof rd, "%.2f", bc->read_us);
-  if (isfinite(bc->read_fraction)) snprintf(rf, sizeof rf, "%.3f", bc->read_fraction);
-  printf("%-34s %-15s %5d %6.0f %4d %7d %10.2f %6s %7.3f %6s %8.3f %6s %7s %8s %6s %5d\n", bc->name, bc->layout, bc->B,
-         bc->mean_len, bc->H_q / bc->H_kv, bc->splits, bc->median_us, noise, bc->tbps, frac, bc->visible_tbps, vfrac, excess, rd, rf,
-         bc->level);
   char note[2048];
   if (bench_clock_note(bc, note, sizeof note)) printf("  clocks: %s %s\n", bc->name, note);
   if (bench_l2_served(m, bc) && bench_dram_note(bc, note, sizeof note)) printf("  dram: %s %s\n", bc->name, note);  /* --cold: the timed calls found L2 flushed */
