@@ -1,4 +1,6 @@
-/* bench.c - `dkb bench`: a sweep of decode calls against the streaming-read roofline. */
+/* bench.c - `dkb bench`: a sweep of decode calls against the streaming-read roofline. harness/bench_run.c
+ * runs it (bench_prepare, bench_execute); this file parses the options, prints the table and the verdicts, and
+ * chooses the exit code. */
 #include <getopt.h>
 #include <math.h>
 #include <stdio.h>
@@ -7,16 +9,11 @@
 
 #include "cmd/cmd.h"
 #include "evidence/ladder.h"
-#include "harness/bench.h"
-#include "harness/decode_call.h"
-#include "harness/device.h"
-#include "lib/fsutil.h"
 #include "harness/backends.h"
-#include "harness/runner.h"
-#include "kernels/kernels.h"
+#include "harness/bench.h"
 #include "harness/trace.h"
-
-static void quiet_progress(void *ctx, const char *stage, const char *detail) { (void)ctx; (void)stage; (void)detail; }
+#include "kernels/kernels.h"
+#include "lib/fsutil.h"
 
 /* The bench's exit code over its cases: the first error stays, except that a case whose kernel failed
  * (1) outranks every other, so a CI gate never reads a wrong output as the machine's problem. */
@@ -25,31 +22,142 @@ static int worse(int rc, int code) {
   return rc == DKB_OK || code == DKB_FAIL ? code : rc;
 }
 
-/* Case i's same-bytes read (bench_read): that of an earlier case with the same visible bytes and timing
- * mode, else timed now. skip: why no read is timed in this run (no GPU, --no-roofline). */
-static void same_bytes_read(struct bench_matrix *m, int i, const struct dkb_timing_opts *t, const char *skip) {
-  struct bench_case *bc = &m->cases[i];
-  if (skip) {
-    snprintf(bc->read_reason, sizeof bc->read_reason, "%s", skip);
+/* A timed case's row: its median, noise, bandwidths, fractions (with a roofline), excess and same-bytes read. */
+static void print_row(const struct bench_case *bc, int roofline_measured) {
+  char noise[16] = "-";  /* the samples' relative stdev: how far to trust the median */
+  if (bc->samples) snprintf(noise, sizeof noise, "%.2f%%", 100 * bc->rel_stdev);
+  char excess[16] = "-";  /* us beyond the floor and the read at the roofline */
+  if (isfinite(bc->excess_us)) snprintf(excess, sizeof excess, "%.2f", bc->excess_us);
+  char frac[16] = "-", vfrac[16] = "-";  /* fractions of a measured roofline only */
+  if (roofline_measured) {
+    snprintf(frac, sizeof frac, "%.3f", bc->frac);
+    snprintf(vfrac, sizeof vfrac, "%.3f", bc->visible_frac);
+  }
+  char rd[16] = "-", rf[16] = "-";  /* the same-bytes read and the case's fraction of its speed */
+  if (bc->read_us > 0) snprintf(rd, sizeof rd, "%.2f", bc->read_us);
+  if (isfinite(bc->read_fraction)) snprintf(rf, sizeof rf, "%.3f", bc->read_fraction);
+  printf("%-34s %-15s %5d %6.0f %4d %7d %10.2f %6s %7.3f %6s %8.3f %6s %7s %8s %6s %5d\n", bc->name, bc->layout, bc->B,
+         bc->mean_len, bc->H_q / bc->H_kv, bc->splits, bc->median_us, noise, bc->tbps, frac, bc->visible_tbps, vfrac, excess, rd, rf,
+         bc->level);
+}
+
+/* print_case's context: the exit code so far, and whether the cases' fractions have a roofline. */
+struct table {
+  int rc;
+  int roofline_measured;
+};
+
+/* One case's row of the table (and its clocks and DRAM notes), or its error, as bench_execute reports
+ * it. */
+static void print_case(void *ctx, const struct bench_matrix *m, const struct bench_case_report *rep) {
+  struct table *t = ctx;
+  int *rc = &t->rc;
+  const struct bench_case *bc = &m->cases[rep->index];
+  if (rep->load_err) {
+    *rc = cmd_report_err(rep->load_err);
     return;
   }
-  const double bytes = bench_visible_bytes(bc);
-  for (int k = 0; k < i; k++) {
-    const struct bench_case *o = &m->cases[k];
-    if (o->read_us > 0 && o->graph == bc->graph && bench_visible_bytes(o) == bytes) {
-      bc->read_us = o->read_us;
-      bc->read_samples = o->read_samples;
-      return;
+  if (rep->run_err) {  /* out of host memory for its inputs: 4, as for dkb run */
+    *rc = worse(*rc, cmd_report_err_in(bc->name, rep->run_err));
+    return;
+  }
+  if (rep->bundle_err) *rc = worse(*rc, cmd_report_err_in(bc->name, rep->bundle_err));
+  if (rep->read_failed) fprintf(stderr, "dkb: bench: %s: same-bytes read not measured: %s\n", bc->name, bc->read_reason);
+  *rc = worse(*rc, ladder_terminal_exit_code(bc->terminal, bc->launch_code));  /* a wrong output or a faulting kernel: 1; a launch the machine failed: 4 */
+  if (bc->median_us > 0) print_row(bc, t->roofline_measured);
+  else  /* no figure, not zeros that read as one */
+    printf("%-34s %-15s %5d %6.0f %4d %7d  not measured (level %d, %s)\n", bc->name, bc->layout, bc->B, bc->mean_len,
+           bc->H_q / bc->H_kv, bc->splits, bc->level, bc->terminal);
+  char note[2048];
+  if (bench_clock_note(bc, note, sizeof note)) printf("  clocks: %s %s\n", bc->name, note);
+  if (bench_l2_served(m, bc) && bench_dram_note(bc, note, sizeof note)) printf("  dram: %s %s\n", bc->name, note);  /* --cold: the timed calls found L2 flushed */
+  fflush(stdout);
+}
+
+/* The references bench_prepare measured (or why not), then the table's legend and header. */
+static void print_references(const struct bench_env *env, int roof) {
+  const struct bench_roofline *r = &env->roof;
+  if (roof && env->dev.available) {
+    if (env->roof_failed) fprintf(stderr, "dkb: bench: roofline failed: %s\n", env->roof_err.msg);
+    else {
+      printf("roofline: %s streams %.3g GB: median %.1f us = %.3f TB/s (%zu samples)\n", dkb_roofline_symbol, r->bytes / 1e9,
+             r->median_us, r->tbps, r->samples);
+      static const char *const how[2] = {"plain launches", "graph replay"};
+      for (int g = 0; g < 2; g++) {
+        const struct bench_floor *f = &r->floor[g];
+        if (f->measured)
+          printf("floor: %s (an empty kernel, the same timing, %s) median %.2f us (%zu samples): the least a%s case can "
+                 "measure\n", dkb_empty_symbol, how[g], f->us, f->samples, g ? " --graph" : "ny");
+        else fprintf(stderr, "dkb: bench: launch floor (%s) not measured: %s\n", how[g], f->reason);
+      }
     }
   }
-  struct dkb_err err;
-  dkb_err_clear(&err);
-  size_t n = 0;
-  if (bench_read(bytes, t, bc->graph, &bc->read_us, &n, &err)) {
-    snprintf(bc->read_reason, sizeof bc->read_reason, "%s", err.msg);
-    fprintf(stderr, "dkb: bench: %s: same-bytes read not measured: %s\n", bc->name, err.msg);
+  printf("bandwidth = (unique K/V bytes + Q bytes + O bytes) / median time, decimal TB/s; fraction = bandwidth / roofline\n");
+  printf("excess = median - launch floor - (visible K/V + Q + O bytes) / roofline: the cost beyond an empty launch and the read\n");
+  printf("read = %s over a buffer of the case's visible K/V + Q + O bytes, timed as the case: what one launch that only "
+         "reads them measures; rfrac = read / median\n", dkb_roofline_symbol);
+  printf("%-34s %-15s %5s %6s %4s %7s %10s %6s %7s %6s %8s %6s %7s %8s %6s %5s\n", "case", "layout", "B", "T", "g", "split",
+         "median_us", "noise", "TB/s", "frac", "vis_TB/s", "vfrac", "excess", "read_us", "rfrac", "level");
+}
+
+/* What the cases' tally says about clocks and counters, then each auto case against its best forced split. */
+static void print_summary(const struct bench_matrix *m, const struct bench_tally *n, int counters, int cold) {
+  if (n->timed && n->clocked < n->timed)
+    printf("clocks: NVML reported no clocks for %d of %d timed cases\n", n->timed - n->clocked, n->timed);
+  if (n->clocked)
+    printf("clocks: %d of the %d timed cases with NVML clocks ran with a slowdown reason active (before or after)\n", n->slowed,
+           n->clocked);
+  if (counters && n->counted < m->n)
+    printf("dram: no counters for %d of %d cases (a case below level 5 never reached them; else its bundle's "
+           "/measurement/counters_pass says why)\n", m->n - n->counted, m->n);
+  if (n->counted && !cold)
+    printf("dram: %d of the %d cases with counters read less than %.2f of their visible K/V from DRAM in a call after the timed "
+           "ones: their bandwidth is partly L2's, and their fraction targets are not measured\n", n->l2served, n->counted,
+           BENCH_DRAM_KV_MIN);
+  for (int i = 0; i < m->n; i++) {
+    const struct bench_case *a = &m->cases[i];
+    if (a->forced_splits || !a->ran || a->median_us <= 0) continue;
+    int forced, all6;
+    const int k = bench_best_forced(m, i, &forced, &all6);
+    if (k < 0) continue;
+    const double best = m->cases[k].median_us;
+    const int best_s = m->cases[k].forced_splits;
+    printf("auto vs best forced: %-34s auto %.2f us (split %d), best split %d %.2f us: %+.1f%%\n", a->name, a->median_us,
+           a->splits, best_s, best, 100 * (a->median_us / best - 1));
   }
-  bc->read_samples = (long long)n;
+}
+
+/* The matrix's targets, judged on level-6 results only; *missed and *unmeasured count them. */
+static void print_targets(const struct bench_matrix *m, const char *matrix, const struct bench_outcome *o, int *missed,
+                          int *unmeasured) {
+  const struct bench_verdict *v = o->v;
+  *missed = *unmeasured = 0;
+  for (int i = 0; i < o->nv; i++) {
+    if (!i) printf("targets (%s):\n", matrix);
+    const char *got = "";
+    char gb[48];
+    if (v[i].state != BENCH_NOT_MEASURED) {
+      snprintf(gb, sizeof gb, v[i].is_pct ? "%+.1f%%" : "%.3f", v[i].got);
+      got = gb;
+    }
+    char need[128] = "";  /* a missed floor: the time that would meet it, and what that leaves of the excess */
+    const struct bench_case *vc = &m->cases[v[i].case_index];
+    if (isfinite(v[i].need_us)) {
+      const int n = snprintf(need, sizeof need, " (met at %.2f us, %.2f us less", v[i].need_us, vc->median_us - v[i].need_us);
+      if (isfinite(vc->excess_us))
+        snprintf(need + n, sizeof need - (size_t)n, ": an excess of %.2f us, not %.2f)", vc->excess_us - (vc->median_us - v[i].need_us),
+                 vc->excess_us);
+      else snprintf(need + n, sizeof need - (size_t)n, ")");
+    }
+    char note[2048], slow[2056] = "", dram[2056] = "";  /* a verdict on a slowed case says so: its miss may be the machine's */
+    if (bench_clock_note(vc, note, sizeof note)) snprintf(slow, sizeof slow, " [%s]", note);
+    if (bench_l2_served(m, vc) && bench_dram_note(vc, note, sizeof note)) snprintf(dram, sizeof dram, " [%s]", note);
+    printf("  %-12s %-34s %s%s%s%s%s%s\n", bench_verdict_name(v[i].state), vc->name, v[i].what,
+           *got ? ": " : v[i].l2_served ? " (not a DRAM figure)" : " (no level-6 measurement)", got, need, slow, dram);
+    *missed += v[i].state == BENCH_MISSED;
+    *unmeasured += v[i].state == BENCH_NOT_MEASURED;
+  }
+  if (o->nv) printf("targets: %d met, %d missed, %d not measured\n", o->nv - *missed - *unmeasured, *missed, *unmeasured);
 }
 
 /* usage: dkb bench [FIXTURE... | --matrix FILE] [-o DIR] [--graph] [--cold] [--max-time S] [--no-roofline]
@@ -94,166 +202,37 @@ int cmd_bench(int argc, char **argv) {
   if (dkb_mkdirs(out, &err)) { bench_matrix_release(&m); return cmd_report_err(&err); }
   m.cold = cold;
 
-  struct dkb_device_info dev;
-  struct dkb_err derr;
-  dkb_err_clear(&derr);
-  if (dkb_device_probe(0, &dev, &derr)) {
-    fprintf(stderr, "dkb: bench: no GPU (%s); every case stops at the level the host proves\n", dev.reason);
-  }
-  struct dkb_timing_opts t;
-  dkb_timing_opts_default(&t);
-  t.max_time_s = max_time;
-  if (t.min_time_s > max_time) t.min_time_s = max_time;
-  t.cold = cold;
-  struct bench_roofline r;
-  memset(&r, 0, sizeof r);
-  if (roof && dev.available) {
-    if (bench_roofline(m.roofline_bytes, &t, &r, &err)) fprintf(stderr, "dkb: bench: roofline failed: %s\n", err.msg);
-    else {
-      printf("roofline: %s streams %.3g GB: median %.1f us = %.3f TB/s (%zu samples)\n", dkb_roofline_symbol, r.bytes / 1e9,
-             r.median_us, r.tbps, r.samples);
-      static const char *const how[2] = {"plain launches", "graph replay"};
-      for (int g = 0; g < 2; g++) {
-        const struct bench_floor *f = &r.floor[g];
-        if (f->measured)
-          printf("floor: %s (an empty kernel, the same timing, %s) median %.2f us (%zu samples): the least a%s case can "
-                 "measure\n", dkb_empty_symbol, how[g], f->us, f->samples, g ? " --graph" : "ny");
-        else fprintf(stderr, "dkb: bench: launch floor (%s) not measured: %s\n", how[g], f->reason);
-      }
-    }
-  } else {
-    snprintf(r.reason, sizeof r.reason, "%s", roof ? dev.reason : "--no-roofline");
-    for (int g = 0; g < 2; g++) snprintf(r.floor[g].reason, sizeof r.floor[g].reason, "%s", r.reason);
-  }
-  printf("bandwidth = (unique K/V bytes + Q bytes + O bytes) / median time, decimal TB/s; fraction = bandwidth / roofline\n");
-  printf("excess = median - launch floor - (visible K/V + Q + O bytes) / roofline: the cost beyond an empty launch and the read\n");
-  printf("read = %s over a buffer of the case's visible K/V + Q + O bytes, timed as the case: what one launch that only "
-         "reads them measures; rfrac = read / median\n", dkb_roofline_symbol);
-  printf("%-34s %-15s %5s %6s %4s %7s %10s %6s %7s %6s %8s %6s %7s %8s %6s %5s\n", "case", "layout", "B", "T", "g", "split",
-         "median_us", "noise", "TB/s", "frac", "vis_TB/s", "vfrac", "excess", "read_us", "rfrac", "level");
-  int rc = DKB_OK, timed = 0, clocked = 0, slowed = 0, counted = 0, l2served = 0;
   struct backend_set *set = DKB_CALLOC(1, sizeof *set);
-  if (backend_set_open(set, NULL, 0, &err)) DKB_BUG("%s", err.msg);
-  for (int i = 0; i < m.n; i++) {
-    struct bench_case *bc = &m.cases[i];
-    struct decode_call call;
-    if (decode_call_load(bc->fixture, &call, &err) || backends_check_request(set, &call, &err)) { rc = cmd_report_err(&err); break; }
-    if (bc->forced_splits) {
-      call.split_policy = SPLIT_FIXED;
-      call.splits = call.capacity = bc->forced_splits;
-    }
-    if (graph) call.graph = 1;
-    struct run_opts ro;
-    memset(&ro, 0, sizeof ro);
-    snprintf(bc->bundle_dir, sizeof bc->bundle_dir, "%s/cases/%03d", out, i);
-    ro.out_dir = bc->bundle_dir;
-    ro.timing = t;
-    ro.timing_enabled = 1;
-    ro.counters = counters;
-    ro.argc = argc;
-    ro.argv = argv;
-    ro.progress = quiet_progress;
-    struct run_result res;
-    if (runner_execute(&call, set, &ro, &res, &err)) {  /* the case is recorded as not run; the others go on */
-      rc = worse(rc, cmd_report_err_in(bc->name, &err));  /* out of host memory for its inputs: 4, as for dkb run */
-      decode_call_release(&call);
-      continue;
-    }
-    bc->ran = 1;
-    bc->level = res.level;
-    snprintf(bc->terminal, sizeof bc->terminal, "%s", res.terminal);
-    bc->median_us = res.median_us;
-    bc->io_bytes = res.io_bytes;
-    bc->kv_bytes = res.kv_bytes;
-    bc->visible_kv_bytes = res.visible_kv_bytes;
-    bc->splits = res.splits;
-    memcpy(bc->tiles, res.tiles, sizeof bc->tiles);
-    if (bench_case_read_bundle(bc, res.median_us > 0, &err)) rc = worse(rc, cmd_report_err_in(bc->name, &err));
-    bc->graph = call.graph;
-    if (bc->samples > 0) same_bytes_read(&m, i, &t, !roof ? "--no-roofline" : !dev.available ? dev.reason : NULL);
-    bench_case_rates(bc, &r);
-    rc = worse(rc, ladder_terminal_exit_code(res.terminal, res.launch_code));  /* a wrong output or a faulting kernel: 1; a launch the machine failed: 4 */
-    char noise[16] = "-";  /* the samples' relative stdev: how far to trust the median */
-    if (bc->samples) snprintf(noise, sizeof noise, "%.2f%%", 100 * bc->rel_stdev);
-    char excess[16] = "-";  /* us beyond the floor and the read at the roofline */
-    if (isfinite(bc->excess_us)) snprintf(excess, sizeof excess, "%.2f", bc->excess_us);
-    char rd[16] = "-", rf[16] = "-";  /* the same-bytes read and the case's fraction of its speed */
-    if (bc->read_us > 0) snprintf(rd, sizeof rd, "%.2f", bc->read_us);
-    if (isfinite(bc->read_fraction)) snprintf(rf, sizeof rf, "%.3f", bc->read_fraction);
-    printf("%-34s %-15s %5d %6.0f %4d %7d %10.2f %6s %7.3f %6.3f %8.3f %6.3f %7s %8s %6s %5d\n", bc->name, bc->layout, bc->B,
-           bc->mean_len, bc->H_q / bc->H_kv, bc->splits, bc->median_us, noise, bc->tbps, bc->frac, bc->visible_tbps, bc->visible_frac,
-           excess, rd, rf, bc->level);
-    char note[2048];
-    const int slow = bench_clock_note(bc, note, sizeof note);
-    if (slow) printf("  clocks: %s %s\n", bc->name, note);
-    const int served = bench_l2_served(&m, bc);  /* --cold: the timed calls found L2 flushed */
-    if (served && bench_dram_note(bc, note, sizeof note)) printf("  dram: %s %s\n", bc->name, note);
-    counted += bc->dram_measured;
-    l2served += served;
-    timed += bc->samples > 0;
-    clocked += bc->samples > 0 && bc->clocks_reported;
-    slowed += slow;
-    fflush(stdout);
-    run_result_release(&res);
-    decode_call_release(&call);
+  if (backend_set_open(set, NULL, 0, &err)) {
+    free(set);
+    bench_matrix_release(&m);
+    return cmd_report_err(&err);
   }
+  const struct bench_opts o = {.out_dir = out, .graph = graph, .cold = cold, .roofline = roof, .counters = counters,
+                               .max_time_s = max_time, .argc = argc, .argv = argv, .backends = set};
+  struct bench_env env;
+  bench_prepare(&o, m.roofline_bytes, &env);
+  if (!env.dev.available)
+    fprintf(stderr, "dkb: bench: no GPU (%s); every case stops at the level the host proves\n", env.dev.reason);
+  print_references(&env, roof);
+  struct table tab = {DKB_OK, env.roof.measured};
+  struct bench_outcome res;
+  bench_execute(&m, &o, &env, print_case, &tab, &res);
+  int rc = tab.rc, missed, unmeasured;
+  print_summary(&m, &res.tally, counters, cold);
+  print_targets(&m, matrix, &res, &missed, &unmeasured);
+  const int nv = res.nv;
+  if (bench_write(out, &m, &env.roof, res.v, nv, &env.dev, argc, argv, &err)) rc = cmd_report_err(&err);
+  else printf("wrote %s/bench.json, %s/bench.csv, %s/roofline-fraction.svg\n", out, out, out);
+  bench_outcome_release(&res);
+  bench_matrix_release(&m);
   backend_set_close(set);
   free(set);
-  if (timed && clocked < timed) printf("clocks: NVML reported no clocks for %d of %d timed cases\n", timed - clocked, timed);
-  if (clocked) printf("clocks: %d of the %d timed cases with NVML clocks ran with a slowdown reason active (before or after)\n", slowed, clocked);
-  if (counters && counted < m.n)
-    printf("dram: no counters for %d of %d cases (a case below level 5 never reached them; else its bundle's "
-           "/measurement/counters_pass says why)\n", m.n - counted, m.n);
-  if (counted && !cold)
-    printf("dram: %d of the %d cases with counters read less than %.2f of their visible K/V from DRAM in a call after the timed "
-           "ones: their bandwidth is partly L2's, and their fraction targets are not measured\n", l2served, counted, BENCH_DRAM_KV_MIN);
-  /* auto versus the best forced split count of the same fixture */
-  for (int i = 0; i < m.n; i++) {
-    const struct bench_case *a = &m.cases[i];
-    if (a->forced_splits || !a->ran || a->median_us <= 0) continue;
-    int forced, all6;
-    const int k = bench_best_forced(&m, i, &forced, &all6);
-    if (k < 0) continue;
-    const double best = m.cases[k].median_us;
-    const int best_s = m.cases[k].forced_splits;
-    printf("auto vs best forced: %-34s auto %.2f us (split %d), best split %d %.2f us: %+.1f%%\n", a->name, a->median_us,
-           a->splits, best_s, best, 100 * (a->median_us / best - 1));
-  }
-  /* the matrix's targets, judged on level-6 results only */
-  struct bench_verdict *v = DKB_CALLOC((size_t)(4 * m.n + 1), sizeof *v);  /* at most 3 targets and 1 auto check per case */
-  const int nv = bench_judge(&m, &r, v, 4 * m.n + 1);
-  int missed = 0, unmeasured = 0;
-  for (int i = 0; i < nv; i++) {
-    if (!i) printf("targets (%s):\n", matrix);
-    const char *got = "";
-    char gb[48];
-    if (v[i].state != BENCH_NOT_MEASURED) {
-      snprintf(gb, sizeof gb, v[i].is_pct ? "%+.1f%%" : "%.3f", v[i].got);
-      got = gb;
-    }
-    char need[128] = "";  /* a missed floor: the time that would meet it, and what that leaves of the excess */
-    const struct bench_case *vc = &m.cases[v[i].case_index];
-    if (isfinite(v[i].need_us)) {
-      const int n = snprintf(need, sizeof need, " (met at %.2f us, %.2f us less", v[i].need_us, vc->median_us - v[i].need_us);
-      if (isfinite(vc->excess_us))
-        snprintf(need + n, sizeof need - (size_t)n, ": an excess of %.2f us, not %.2f)", vc->excess_us - (vc->median_us - v[i].need_us),
-                 vc->excess_us);
-      else snprintf(need + n, sizeof need - (size_t)n, ")");
-    }
-    char note[2048], slow[2056] = "", dram[2056] = "";  /* a verdict on a slowed case says so: its miss may be the machine's */
-    if (bench_clock_note(vc, note, sizeof note)) snprintf(slow, sizeof slow, " [%s]", note);
-    if (bench_l2_served(&m, vc) && bench_dram_note(vc, note, sizeof note)) snprintf(dram, sizeof dram, " [%s]", note);
-    printf("  %-12s %-34s %s%s%s%s%s%s\n", bench_verdict_name(v[i].state), vc->name, v[i].what,
-           *got ? ": " : v[i].l2_served ? " (not a DRAM figure)" : " (no level-6 measurement)", got, need, slow, dram);
-    missed += v[i].state == BENCH_MISSED;
-    unmeasured += v[i].state == BENCH_NOT_MEASURED;
-  }
-  if (nv) printf("targets: %d met, %d missed, %d not measured\n", nv - missed - unmeasured, missed, unmeasured);
-  if (bench_write(out, &m, &r, v, nv, &dev, argc, argv, &err)) rc = cmd_report_err(&err);
-  else printf("wrote %s/bench.json, %s/bench.csv, %s/roofline-fraction.svg\n", out, out, out);
-  free(v);
-  bench_matrix_release(&m);
   fflush(stdout);  /* the table before the verdict when both go to one file */
+  if (rc == DKB_OK && require && !nv) {  /* a gate that judged nothing has not passed */
+    fprintf(stderr, "dkb: error: --require-targets: no bench target was judged: the matrix sets none\n");
+    return DKB_ENV;
+  }
   if (rc == DKB_OK && require && missed) {
     fprintf(stderr, "dkb: error: %d of %d bench targets missed\n", missed, nv);
     return DKB_FAIL;

@@ -139,6 +139,10 @@ int bench_matrix_load(const char *path, struct bench_matrix *m, struct dkb_err *
   if (jr_num(&r, doc, "", "auto_within_pct", 0, 0, 100, &m->auto_within_pct)) goto fail;
   const json_t *cases = jr_get(&r, doc, "", "cases", 1, JSON_ARRAY);
   if (!cases) goto fail;
+  if (!json_array_size(cases)) {  /* a bench of nothing would pass every gate */
+    jr_fail(&r, "/cases", NULL, "must hold at least one case (got an empty array)");
+    goto fail;
+  }
   for (size_t i = 0; i < json_array_size(cases); i++) {
     char p[DKB_PTR_MAX];
     jr_ptr_idx(p, "/cases", i);
@@ -487,16 +491,21 @@ int bench_clock_note(const struct bench_case *bc, char *out, size_t n) {
   return 1;
 }
 
-static json_t *case_json(const struct bench_case *bc) {
-  json_t *c = json_pack("{s:s,s:s,s:s,s:i,s:i,s:i,s:i,s:i,s:s,s:f,s:b,s:i,s:s,s:f,s:f,s:f,s:f,s:f,s:f,s:f,s:f,s:i,s:{s:I,s:I,s:I},s:s,s:o}",
+/* A figure of a case that has one (a median; for a fraction, a roofline too), else null: a case that was
+ * not timed measured nothing, and a 0 would read as a measurement. */
+static json_t *figure(int has, double x) { return has ? json_real(x) : json_null(); }
+
+static json_t *case_json(const struct bench_case *bc, const struct bench_roofline *r) {
+  const int timed = bc->median_us > 0, frac = timed && r->measured;
+  json_t *c = json_pack("{s:s,s:s,s:s,s:i,s:i,s:i,s:i,s:i,s:s,s:f,s:b,s:i,s:s,s:o,s:f,s:f,s:f,s:o,s:o,s:o,s:o,s:i,s:{s:I,s:I,s:I},s:s,s:o}",
                    "name", bc->name, "fixture", bc->fixture, "layout", bc->layout, "B", bc->B, "S_q", bc->C, "H_q",
                    bc->H_q, "H_kv", bc->H_kv, "d", bc->d, "dtype", bc->dtype, "mean_kv_len", bc->mean_len, "ran",
-                   bc->ran, "level", bc->level, "terminal", bc->terminal, "median_us", bc->median_us, "io_bytes",
-                   bc->io_bytes, "kv_bytes", bc->kv_bytes, "visible_kv_bytes", bc->visible_kv_bytes, "tbps", bc->tbps,
-                   "roofline_fraction", bc->frac, "visible_tbps", bc->visible_tbps, "visible_roofline_fraction",
-                   bc->visible_frac, "splits", bc->splits, "tiles", "SKIP", (json_int_t)bc->tiles[0], "FULL",
-                   (json_int_t)bc->tiles[1], "PARTIAL", (json_int_t)bc->tiles[2], "bundle", bc->bundle_dir,
-                   "forced_splits", bc->forced_splits ? json_integer(bc->forced_splits) : json_null());
+                   bc->ran, "level", bc->level, "terminal", bc->terminal, "median_us", figure(timed, bc->median_us), "io_bytes",
+                   bc->io_bytes, "kv_bytes", bc->kv_bytes, "visible_kv_bytes", bc->visible_kv_bytes, "tbps", figure(timed, bc->tbps),
+                   "roofline_fraction", figure(frac, bc->frac), "visible_tbps", figure(timed, bc->visible_tbps),
+                   "visible_roofline_fraction", figure(frac, bc->visible_frac), "splits", bc->splits, "tiles", "SKIP",
+                   (json_int_t)bc->tiles[0], "FULL", (json_int_t)bc->tiles[1], "PARTIAL", (json_int_t)bc->tiles[2], "bundle",
+                   bc->bundle_dir, "forced_splits", bc->forced_splits ? json_integer(bc->forced_splits) : json_null());
   json_object_set_new(c, "rel_stdev", bc->samples ? json_real(bc->rel_stdev) : json_null());  /* null: not timed */
   json_object_set_new(c, "samples", json_integer(bc->samples));
   json_object_set_new(c, "call_key_sha256", bc->call_key[0] ? json_string(bc->call_key) : json_null());
@@ -589,7 +598,7 @@ int bench_write(const char *dir, const struct bench_matrix *m, const struct benc
   dkb_buf_init(&b);
   int rc = -1;
   json_t *cases = json_array();
-  for (int i = 0; i < m->n; i++) json_array_append_new(cases, case_json(&m->cases[i]));
+  for (int i = 0; i < m->n; i++) json_array_append_new(cases, case_json(&m->cases[i], r));
   json_t *doc = json_pack("{s:s,s:o,s:s,s:{s:b,s:f,s:f,s:f,s:I,s:s,s:s},s:s,s:o}", "schema", "dkb.bench/v1", "meta",
                           bundle_meta_new(argc, argv), "matrix", m->name, "roofline", "measured", r->measured, "bytes",
                           r->bytes, "median_us", r->median_us, "tbps", r->tbps, "samples", (json_int_t)r->samples, "kernel",
@@ -636,14 +645,24 @@ int bench_write(const char *dir, const struct bench_matrix *m, const struct benc
     char rd[32] = "", rf[32] = "";  /* empty when the same-bytes read was not measured */
     if (bc->read_us > 0) snprintf(rd, sizeof rd, "%.3f", bc->read_us);
     if (bc->read_us > 0 && isfinite(bc->read_fraction)) snprintf(rf, sizeof rf, "%.4f", bc->read_fraction);
+    char med[32] = "", tb[32] = "", vtb[32] = "", fr[32] = "", vfr[32] = "";  /* empty when not timed (fractions: or no roofline) */
+    if (bc->median_us > 0) {
+      snprintf(med, sizeof med, "%.3f", bc->median_us);
+      snprintf(tb, sizeof tb, "%.4f", bc->tbps);
+      snprintf(vtb, sizeof vtb, "%.4f", bc->visible_tbps);
+      if (r->measured) {
+        snprintf(fr, sizeof fr, "%.4f", bc->frac);
+        snprintf(vfr, sizeof vfr, "%.4f", bc->visible_frac);
+      }
+    }
     char mhz[16] = "", slow[8] = "";  /* empty when NVML reported no clocks */
     if (bc->clocks_reported) {
       if (bc->sm_mhz[1] >= 0) snprintf(mhz, sizeof mhz, "%d", bc->sm_mhz[1]);
       snprintf(slow, sizeof slow, "%d", dkb_nvml_reasons_slow(bc->clock_reasons));
     }
-    dkb_buf_addf(&b, "%s,%s,%d,%d,%d,%d,%d,%s,%.1f,%d,%.3f,%.0f,%.4f,%.4f,%.4f,%.4f,%lld,%lld,%lld,%d,%s,%lld,%d,%s,%s,%s,%s,%s\n", bc->name,
-                 bc->layout, bc->B, bc->C, bc->H_q, bc->H_kv, bc->d, bc->dtype, bc->mean_len, bc->splits, bc->median_us, bc->io_bytes,
-                 bc->tbps, bc->frac, bc->visible_tbps, bc->visible_frac, bc->tiles[0], bc->tiles[1], bc->tiles[2], bc->level, rs,
+    dkb_buf_addf(&b, "%s,%s,%d,%d,%d,%d,%d,%s,%.1f,%d,%s,%.0f,%s,%s,%s,%s,%lld,%lld,%lld,%d,%s,%lld,%d,%s,%s,%s,%s,%s\n", bc->name,
+                 bc->layout, bc->B, bc->C, bc->H_q, bc->H_kv, bc->d, bc->dtype, bc->mean_len, bc->splits, med, bc->io_bytes,
+                 tb, fr, vtb, vfr, bc->tiles[0], bc->tiles[1], bc->tiles[2], bc->level, rs,
                  bc->samples, bc->graph, ex, mhz, slow, rd, rf);
   }
   if (dkb_path_join(path, sizeof path, dir, "bench.csv") || dkb_write_atomic(path, b.p, b.n, err)) goto cleanup;

@@ -7,8 +7,9 @@
 
 #include <jansson.h>
 
-#include "lib/err.h"
+#include "harness/device.h"
 #include "harness/timing.h"
+#include "lib/err.h"
 
 struct bench_case {
   char name[160];        /* fixture name + split variant */
@@ -22,6 +23,7 @@ struct bench_case {
   /* results */
   int ran, level;
   char terminal[64];
+  int launch_code;       /* the run's launch_code (harness/runner.h): whose a launch_failed was */
   double median_us, io_bytes, kv_bytes, visible_kv_bytes;
   double rel_stdev;      /* the timing samples' stdev / mean (the bundle's summary); with samples */
   long long samples;     /* raw samples behind median_us; 0 when the case was not timed */
@@ -150,9 +152,69 @@ int bench_dram_note(const struct bench_case *bc, char *out, size_t n);
  * 1980 MHz before, 1755 after): its median is not the kernel's alone" in out, and 1; 0 (out empty) otherwise. */
 int bench_clock_note(const struct bench_case *bc, char *out, size_t n);
 
+/* A bench run end to end, as `dkb bench` drives it: bench_prepare probes the device and measures the
+ * references, bench_execute runs every case through the runner and judges the matrix's targets.
+ * Neither prints: cmd/ prints what they return and what the per-case callback reports. */
+struct backend_set;
+struct bench_opts {
+  const char *out_dir;   /* case i's bundle goes to OUT/cases/NNN */
+  int graph;             /* every case timed as CUDA graph replays (--graph) */
+  int cold;              /* every timed call starts from a flushed L2 (--cold) */
+  int roofline;          /* time the roofline, the launch floors and the same-bytes reads (0: --no-roofline) */
+  int counters;          /* each case's counters pass (--counters) */
+  double max_time_s;     /* a timing pass's limit (--max-time) */
+  int argc;              /* the command line, recorded in each bundle */
+  char **argv;
+  struct backend_set *backends;  /* the registry every case is admitted over (harness/backends.h) */
+};
+
+/* The device and the references every case is read against. */
+struct bench_env {
+  struct dkb_device_info dev;    /* dev.available 0: every case stops at the level the host proves */
+  struct dkb_timing_opts timing; /* how each case (and each reference) is timed */
+  struct bench_roofline roof;    /* roof.reason says why it was not measured */
+  int roof_failed;               /* the roofline was timed and failed: roof_err says why */
+  struct dkb_err roof_err;
+};
+/* Fills env: the device probe, the timing options, and, with a GPU and o->roofline, the roofline and
+ * launch floors of roofline_bytes (bench_roofline). Never fails: what could not be had is recorded. */
+void bench_prepare(const struct bench_opts *o, long long roofline_bytes, struct bench_env *env);
+
+/* What bench_execute reports after each case, beyond the case's results in the matrix. */
+struct bench_case_report {
+  int index;                         /* the case, m->cases[index] */
+  const struct dkb_err *load_err;    /* its fixture could not be loaded: no case after it runs */
+  const struct dkb_err *run_err;     /* the runner failed (it wrote no bundle): the case did not run */
+  const struct dkb_err *bundle_err;  /* its bundle could not be read back: its spread and clocks are missing */
+  int read_failed;                   /* its same-bytes read was timed and failed: read_reason says why */
+};
+typedef void bench_case_fn(void *ctx, const struct bench_matrix *m, const struct bench_case_report *rep);
+
+/* The cases that reached a result (no load_err or run_err), counted. */
+struct bench_tally {
+  int timed;     /* with timing samples */
+  int clocked;   /* timed, with NVML clocks */
+  int slowed;    /* with a slowdown reason active (bench_clock_note) */
+  int counted;   /* with counters (dram_measured) */
+  int l2served;  /* whose K/V L2 partly served (bench_l2_served) */
+};
+struct bench_outcome {
+  struct bench_tally tally;
+  struct bench_verdict *v;  /* the matrix's targets, judged (bench_judge); owned */
+  int nv;
+};
+/* Runs every case of m in order through the runner (harness/runner.h) into its bundle, reads back what
+ * the bundle records, times its same-bytes read, derives its rates, and calls on_case after each; a case
+ * the runner refuses is recorded as not run and the others go on; a fixture that can no longer be loaded
+ * ends the loop there. Then judges the targets into out. */
+void bench_execute(struct bench_matrix *m, const struct bench_opts *o, const struct bench_env *env, bench_case_fn *on_case,
+                   void *ctx, struct bench_outcome *out);
+void bench_outcome_release(struct bench_outcome *out);
+
 /* Writes DIR/bench.json (dkb.bench/v1, with the verdicts and the device, when dev is not NULL),
- * DIR/bench.csv and DIR/roofline-fraction.svg atomically. */
-struct dkb_device_info;
+ * DIR/bench.csv and DIR/roofline-fraction.svg atomically. A case that was not timed records no figure:
+ * its median, bandwidths and fractions are null in bench.json and empty in the CSV, as its fractions are
+ * without a measured roofline. */
 int bench_write(const char *dir, const struct bench_matrix *m, const struct bench_roofline *r, const struct bench_verdict *v,
                 int nv, const struct dkb_device_info *dev, int argc, char **argv, struct dkb_err *err);
 

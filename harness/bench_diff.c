@@ -30,13 +30,31 @@ static int load_device(struct jr *j, struct bench_run *r) {
   return jr_str(j, dev, "/device/device", "name", 1, &r->device) || jr_str(j, dev, "/device/device", "uuid", 1, &r->uuid);
 }
 
-static int load_case(struct jr *j, const json_t *c, const char *p, struct bench_run_case *bc) {
+/* A timed case's recorded fraction KEY against its median and bytes over the run's roofline: a file whose
+ * figures disagree was changed after dkb bench wrote it, and which figure is the measurement it cannot
+ * say, so it is malformed input (the tolerance is bench_check.py's: the figures are written in full). */
+static int fraction_agrees(struct jr *j, const json_t *c, const char *p, const char *key, double median_us, double roofline_tbps) {
+  const json_t *f = json_object_get(c, key);
+  if (!f || json_is_null(f)) return 0;
+  const int visible = !strcmp(key, "visible_roofline_fraction");
+  double got = 0, io = 0, kv = 0, vis = 0;
+  if (jr_num(j, c, p, key, 1, 0, 1e9, &got) || jr_num(j, c, p, "io_bytes", 1, 0, 1e18, &io) ||
+      (visible && (jr_num(j, c, p, "kv_bytes", 1, 0, 1e18, &kv) || jr_num(j, c, p, "visible_kv_bytes", 1, 0, 1e18, &vis))))
+    return -1;
+  const double want = (visible ? vis + io - kv : io) / (median_us * 1e-6) / 1e12 / roofline_tbps;
+  if (fabs(got - want) <= fmax(1e-9 * fmax(fabs(got), fabs(want)), 1e-12)) return 0;
+  return jr_fail(j, p, key, "%.6g is not %s / median_us / the roofline's tbps = %.6g: the figures disagree (one changed after dkb "
+                 "bench wrote them)", got, visible ? "(visible_kv_bytes + io_bytes - kv_bytes)" : "io_bytes", want);
+}
+
+static int load_case(struct jr *j, const json_t *c, const char *p, const struct bench_run *r, struct bench_run_case *bc) {
   if (!json_is_object(c)) return jr_fail(j, p, NULL, "must be an object (got %s)", jr_type_name(c));
   long long level = 0;
-  if (jr_str(j, c, p, "name", 1, &bc->name) || jr_int(j, c, p, "level", 1, 0, 6, &level) ||
-      jr_num(j, c, p, "median_us", 1, 0, 1e12, &bc->median_us))
-    return -1;
+  if (jr_str(j, c, p, "name", 1, &bc->name) || jr_int(j, c, p, "level", 1, 0, 6, &level)) return -1;
   bc->level = (int)level;
+  bc->median_us = 0;  /* null: not timed (runs before that was so recorded wrote 0) */
+  if (!json_object_get(c, "median_us")) return jr_fail(j, p, NULL, "missing required key 'median_us'");
+  if (!json_is_null(json_object_get(c, "median_us")) && jr_num(j, c, p, "median_us", 1, 0, 1e12, &bc->median_us)) return -1;
   bc->rel_stdev = NAN;
   const json_t *rs = json_object_get(c, "rel_stdev");
   if (rs && !json_is_null(rs) && jr_num(j, c, p, "rel_stdev", 1, 0, 1e9, &bc->rel_stdev)) return -1;
@@ -45,8 +63,12 @@ static int load_case(struct jr *j, const json_t *c, const char *p, struct bench_
   if (k && !json_is_null(k) && jr_str(j, c, p, "call_key_sha256", 1, &bc->call_key)) return -1;
   bc->frac = NAN;  /* over the visible bytes: a masked call's whole-cache fraction counts skipped bytes */
   const char *fk = json_object_get(c, "visible_roofline_fraction") ? "visible_roofline_fraction" : "roofline_fraction";
-  if (json_object_get(c, fk) && jr_num(j, c, p, fk, 1, 0, 1e9, &bc->frac)) return -1;
-  if (!(bc->median_us > 0)) bc->frac = NAN;  /* not timed: its 0 is no fraction */
+  const json_t *f = json_object_get(c, fk);  /* null: not timed, or no roofline */
+  if (f && !json_is_null(f) && jr_num(j, c, p, fk, 1, 0, 1e9, &bc->frac)) return -1;
+  if (!(bc->median_us > 0) || !r->roofline_measured) bc->frac = NAN;  /* not timed, or no roofline: no fraction */
+  else if (fraction_agrees(j, c, p, "roofline_fraction", bc->median_us, r->roofline_tbps) ||
+           fraction_agrees(j, c, p, "visible_roofline_fraction", bc->median_us, r->roofline_tbps))
+    return -1;
   bc->slowed = -1;
   const json_t *clk = json_object_get(c, "clocks");
   if (clk && !json_is_null(clk)) {
@@ -86,7 +108,7 @@ int bench_run_load(const char *path, struct bench_run *r, struct dkb_err *err) {
   for (int i = 0; i < r->n; i++) {
     char p[DKB_PTR_MAX];
     jr_ptr_idx(p, "/cases", (size_t)i);
-    if (load_case(&j, json_array_get(cases, (size_t)i), p, &r->cases[i])) goto fail;
+    if (load_case(&j, json_array_get(cases, (size_t)i), p, r, &r->cases[i])) goto fail;
     for (int k = 0; k < i; k++)  /* cases are matched by name */
       if (!strcmp(r->cases[k].name, r->cases[i].name)) {
         jr_fail(&j, p, "name", "'%s' is also case %d: names must be unique", r->cases[i].name, k);

@@ -36,7 +36,9 @@ struct bench_run {
 };
 
 /* Reads a dkb.bench/v1 document, or DIR/bench.json when path is a folder (`dkb bench -o DIR`); errors
- * name the file, the JSON Pointer and the reason (DKB_INPUT). */
+ * name the file, the JSON Pointer and the reason (DKB_INPUT). A timed case's roofline fractions must be
+ * what its median and bytes give over the run's roofline: a file whose figures disagree is refused, not
+ * recomputed, since a gate cannot tell which figure was changed and judges on the median. */
 int bench_run_load(const char *path, struct bench_run *r, struct dkb_err *err);
 void bench_run_release(struct bench_run *r);
 

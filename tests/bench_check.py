@@ -31,8 +31,12 @@ def main():
         bad.append("roofline: tbps is not bytes / median")
     cases = {c["name"]: c for c in doc["cases"]}
 
+    def timed(c):
+        """A median of a case that ran (older runs recorded 0 for none; these record null)."""
+        return c["ran"] and c["median_us"] is not None and c["median_us"] > 0
+
     def measured6(c):
-        return c["ran"] and c["median_us"] > 0 and c["level"] == 6
+        return timed(c) and c["level"] == 6
 
     for c in doc["cases"]:
         clk = c.get("clocks")  # absent in runs before it was recorded, null when NVML reported none
@@ -44,9 +48,13 @@ def main():
             want = c["dram_read_bytes"] / c["visible_kv_bytes"] if c["visible_kv_bytes"] > 0 else None
             if (want is None) != (c["dram_kv_ratio"] is None) or (want is not None and not close(c["dram_kv_ratio"], want)):
                 bad.append(f"{c['name']}: dram_kv_ratio {c['dram_kv_ratio']} is not dram_read_bytes / visible_kv_bytes = {want}")
-        if not (c["ran"] and c["median_us"] > 0):
+        if not timed(c):
             if c.get("read_us") is not None:
                 bad.append(f"{c['name']}: read_us for a case with no median")
+            # a case that was not timed has no figure: null, never a 0 that reads as one
+            for k in ("median_us", "tbps", "roofline_fraction", "visible_tbps", "visible_roofline_fraction"):
+                if c[k] is not None:
+                    bad.append(f"{c['name']}: {k} {c[k]} for a case that was not timed: null")
             continue
         s = c["median_us"] * 1e-6
         tbps = c["io_bytes"] / s / 1e12
@@ -60,6 +68,8 @@ def main():
                 bad.append(f"{c['name']}: roofline_fraction is not tbps / roofline")
             if not close(c["visible_roofline_fraction"], vis / roof["tbps"]):
                 bad.append(f"{c['name']}: visible_roofline_fraction is not visible_tbps / roofline")
+        elif c["roofline_fraction"] is not None or c["visible_roofline_fraction"] is not None:
+            bad.append(f"{c['name']}: a roofline fraction without a measured roofline: null")
         floor = doc.get("launch_floor", {}).get("graph") if c.get("graph") else doc.get("launch_floor")
         measured = roof["measured"] and floor is not None and floor["measured"]
         if c.get("excess_us") is not None:  # runs before it was recorded (no excess_formula) have none
@@ -106,11 +116,11 @@ def main():
         elif m := re.fullmatch(r"median within ([0-9.]+)% of (\S+)", what):
             ref = cases[m.group(2)]
             ok = measured6(c) and measured6(ref)
-            got = 100 * (c["median_us"] / ref["median_us"] - 1)
-            met = got <= t["want"]
+            got = 100 * (c["median_us"] / ref["median_us"] - 1) if ok else None
+            met = ok and got <= t["want"]
         elif m := re.fullmatch(r"auto within ([0-9.]+)% of the best forced split(?:, (\S+))?", what):
             forced = [f for f in doc["cases"] if f["forced_splits"] is not None and f["fixture"] == c["fixture"]]
-            ran = [f for f in forced if f["ran"] and f["median_us"] > 0]
+            ran = [f for f in forced if timed(f)]
             best = min(ran, key=lambda f: f["median_us"]) if ran else None
             ok = bool(forced) and all(measured6(f) for f in forced) and best is not None and measured6(c)
             if ok and m.group(2) != best["name"]:

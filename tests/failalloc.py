@@ -46,14 +46,15 @@ COMMANDS = [
     ("run window sink paged", ["run", "fixtures/decode/window-sink-paged.json", "-o", "@OUT"], ["bundle.json"]),
     ("run with a dump", ["run", "fixtures/decode/append-paged-sq3.json", "-o", "@OUT", "--dump", "@OUT/dump", "--quiet"],
      ["bundle.json", "dump/index.json"]),
-    ("validate", ["validate", "fixtures/captured/default/bundle.json", "fixtures/captured/window-sink-paged/bundle.json",
+    ("validate", ["validate", "fixtures/captured/bundles/default/bundle.json", "fixtures/captured/bundles/window-sink-paged/bundle.json",
                   "--require-level", "6", "--json"], []),
     # re-hashing sources: a tree that matches its bundle, so a failure shows as a difference from a pass
     ("validate sources", ["validate", "fixtures/bundles/synthetic.level6.bundle.json", "--source-root",
                           "fixtures/bundles/source-tree", "--allow-synthetic", "--require-level", "6", "--json"], []),
     ("oracle", ["oracle", "--json"] + sorted("fixtures/contracts/" + f for f in os.listdir("fixtures/contracts")), []),
     ("digest", ["digest", "fixtures/decode/default.json", "--pointer", "/heads"], []),
-    ("compare", ["compare", "fixtures/captured/bench-3", "fixtures/captured/bench-1", "--json"], []),
+    ("compare", ["compare", "fixtures/captured/bench/early-slot-index-b",
+                 "fixtures/captured/bench/before-launch-bounds-128-2", "--json"], []),
     ("bench", ["bench", "fixtures/decode/dk128-dv64.json", "-o", "@OUT", "--no-roofline"], ["bench.json"]),
     ("preflight", ["preflight", "--json"], []),
 ]

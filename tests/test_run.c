@@ -388,30 +388,55 @@ static void bench_writes_table_csv_json_and_svg(void **s) {
   run_result_release(&r);
   /* the launch floors (plain launches and graph replay) are recorded beside the roofline; without a GPU,
    * each with its reason */
-  run_sh(&r, "/usr/bin/python3 -c 'import json, sys; f = json.load(open(sys.argv[1]))[\"launch_floor\"]; "
-             "ok = lambda x: x[\"median_us\"] > 0 and x[\"samples\"] > 0 if x[\"measured\"] else x[\"reason\"] != \"\"; "
-             "print(f[\"kernel\"], f[\"measured\"], ok(f), f[\"graph\"][\"measured\"], ok(f[\"graph\"]))' "
-             "%s/bench/bench.json", tmp_dir());
+  run_sh(&r, "/usr/bin/python3 tests/bench_facts.py floors %s/bench/bench.json", tmp_dir());
   if (r.rc) fail_msg("%s%s", r.out, r.err);
   char why[256];
   assert_string_equal(r.out, have_gpu(why, sizeof why) ? "dkb_empty_v1 True True True True\n" : "dkb_empty_v1 False True False True\n");
   run_result_release(&r);
   /* each case's call key and spread (from its bundle) and the device, for `dkb compare`: a timed case has
    * its samples' count and relative stdev, an untimed one 0 and null */
-  run_sh(&r, "/usr/bin/python3 -c 'import json, sys; b = json.load(open(sys.argv[1])); "
-             "t = [c[\"samples\"] >= 20 and c[\"rel_stdev\"] >= 0 for c in b[\"cases\"] if c[\"median_us\"] > 0]; "
-             "u = [c[\"samples\"] == 0 and c[\"rel_stdev\"] is None for c in b[\"cases\"] if c[\"median_us\"] == 0]; "
-             "k = all(len(c[\"call_key_sha256\"]) == 64 for c in b[\"cases\"]); "
-             "x = all((c[\"excess_us\"] is not None) == (c[\"median_us\"] > 0 and b[\"launch_floor\"][\"measured\"]) for c in b[\"cases\"]); "
-             "rd = all((c[\"read_us\"] is not None) == (c[\"median_us\"] > 0) and (c[\"read_samples\"] > 0) == (c[\"median_us\"] > 0) "
-             "for c in b[\"cases\"]); "
-             "print(b[\"device\"][\"status\"], len(t), all(t), len(u), all(u), k, x, rd)' %s/bench/bench.json", tmp_dir());
+  run_sh(&r, "/usr/bin/python3 tests/bench_facts.py cases %s/bench/bench.json", tmp_dir());
   if (r.rc) fail_msg("%s%s", r.out, r.err);
   assert_string_equal(r.out, have_gpu(why, sizeof why) ? "available 2 True 0 True True True True\n"
                                                        : "unavailable 0 True 2 True True True True\n");
   run_result_release(&r);
   run_sh(&r, "build/dkb bench --matrix fixtures/bench/matrix.json fixtures/decode/dk128-dv64.json");
   assert_int_equal(r.rc, 2);
+  run_result_release(&r);
+}
+
+/* A case that ran but was not timed (no GPU here; on a GPU the naive reference, forced by the fixture,
+ * refuses --graph) is no measurement: its row says "not measured (level N, terminal)" and prints no figure,
+ * bench.json records null for its median, bandwidths and fractions (the schema allows it, bench_check.py
+ * wants it: a recorded 0.0 is refused), and the CSV leaves them empty. */
+static void bench_records_no_figure_for_a_case_it_did_not_time(void **s) {
+  (void)s;
+  struct run_result r;
+  char dir[600];
+  snprintf(dir, sizeof dir, "%s/bench-untimed", tmp_dir());
+  run_sh(&r, "build/dkb bench fixtures/decode/naive-reference-backend.json --graph --no-roofline -o %s 2>/dev/null | "
+             "grep '^naive-reference-backend '; /usr/bin/python3 tests/schema_check.py schemas/bench.schema.json %s/bench.json && "
+             "/usr/bin/python3 tests/bench_check.py %s/bench.json && /usr/bin/python3 tests/jsontool.py get %s/bench.json "
+             "/cases/0/ran /cases/0/median_us /cases/0/tbps /cases/0/roofline_fraction /cases/0/visible_tbps "
+             "/cases/0/visible_roofline_fraction /cases/0/level /cases/0/terminal && sed -n 2p %s/bench.csv | cut -d, -f11,13-16",
+         dir, dir, dir, dir, dir);
+  if (r.rc) fail_msg("exit %d\n%s%s", r.rc, r.out, r.err);
+  int level = -1;
+  char terminal[64] = "", row[128];
+  const char *rec = strstr(r.out, "\nTrue None None None None None ");
+  if (!rec || sscanf(rec, "\nTrue None None None None None %d %63s", &level, terminal) != 2) fail_msg("no null figures in\n%s", r.out);
+  snprintf(row, sizeof row, "not measured (level %d, %s)\n", level, terminal);
+  const char *nl = strchr(r.out, '\n');
+  if (!strstr(r.out, row) || strstr(r.out, row) > nl) fail_msg("want the row to end with '%s' in\n%s", row, r.out);
+  assert_null(strstr(r.out, "0.00"));
+  assert_non_null(strstr(r.out, "\n,,,,\n"));  /* CSV: median_us, tbps ... visible_roofline_fraction: none a figure */
+  char why[256];
+  if (!have_gpu(why, sizeof why)) assert_non_null(strstr(r.out, "not measured (level 2, cuda_runtime_unavailable)\n"));
+  run_result_release(&r);
+  /* a recorded zero is a figure: refused */
+  run_sh(&r, "/usr/bin/python3 tests/jsontool.py edit %s/bench.json %s/zero.json set /cases/0/median_us 0.0 && "
+             "/usr/bin/python3 tests/bench_check.py %s/zero.json", dir, dir, dir);
+  if (r.rc != 1 || !strstr(r.out, "naive-reference-backend: median_us 0.0 for a case that was not timed: null")) fail_msg("exit %d\n%s%s", r.rc, r.out, r.err);
   run_result_release(&r);
 }
 
@@ -423,8 +448,7 @@ static void bench_counters_give_each_case_its_dram_bytes_or_say_why_not(void **s
   run_sh(&r, "build/dkb bench fixtures/decode/dk128-dv64.json --counters --no-roofline -o %s/benchc > %s/benchc.txt 2>/dev/null && "
              "/usr/bin/python3 tests/schema_check.py schemas/bench.schema.json %s/benchc/bench.json > /dev/null && "
              "/usr/bin/python3 tests/bench_check.py %s/benchc/bench.json > /dev/null && "
-             "/usr/bin/python3 -c 'import json, sys; c = json.load(open(sys.argv[1]))[\"cases\"][0]; "
-             "print(\"dram_read_bytes\" in c, c.get(\"dram_kv_ratio\", -1) is not None)' %s/benchc/bench.json && "
+             "/usr/bin/python3 tests/bench_facts.py dram %s/benchc/bench.json && "
              "grep '^dram: ' %s/benchc.txt",
          tmp_dir(), tmp_dir(), tmp_dir(), tmp_dir(), tmp_dir(), tmp_dir());
   if (r.rc) fail_msg("%s%s", r.out, r.err);
@@ -593,8 +617,8 @@ static void bench_excess_is_the_median_beyond_the_floor_and_the_read_at_the_roof
   snprintf(dir, sizeof dir, "%s/excess", tmp_dir());
   write_checked_bench(dir, c, 3, &r);
   struct run_result rr;
-  run_sh(&rr, "/usr/bin/python3 -c \"import json; b = json.load(open('%s/bench.json')); b['cases'][1]['excess_us'] += 0.01; "
-              "json.dump(b, open('%s/bad.json', 'w'))\" && /usr/bin/python3 tests/bench_check.py %s/bad.json", dir, dir, dir);
+  run_sh(&rr, "/usr/bin/python3 tests/jsontool.py edit %s/bench.json %s/bad.json add /cases/1/excess_us 0.01 && "
+              "/usr/bin/python3 tests/bench_check.py %s/bad.json", dir, dir, dir);
   assert_int_equal(rr.rc, 1);
   assert_non_null(strstr(rr.out, "t131072-graph: excess_us"));
   run_result_release(&rr);
@@ -603,7 +627,7 @@ static void bench_excess_is_the_median_beyond_the_floor_and_the_read_at_the_roof
   bench_case_rates(&c[1], &r);
   assert_true(isnan(c[1].excess_us));
   write_checked_bench(dir, c, 3, &r);
-  run_sh(&rr, "/usr/bin/python3 -c \"import json; b = json.load(open('%s/bench.json')); print(b['cases'][1]['excess_us'])\" && "
+  run_sh(&rr, "/usr/bin/python3 tests/jsontool.py get %s/bench.json /cases/1/excess_us && "
               "sed -n 3p %s/bench.csv | awk -F, '{print \"csv\", $(NF-4) \"|\"}'", dir, dir);
   assert_string_equal(rr.out, "None\ncsv |\n");
   run_result_release(&rr);
@@ -637,15 +661,15 @@ static void bench_read_fraction_is_the_same_bytes_read_over_the_median(void **s)
   /* what the independent check refuses: a fraction that is not read / median, two reads of one size and
    * mode, a timed case with neither a read nor its reason */
   static const char *const bad[][2] = {
-      {"b['cases'][0]['read_fraction'] += 0.01", "t131072: read_fraction"},
-      {"b['cases'][1]['read_us'] = 19.5; b['cases'][1]['read_fraction'] = 19.5 / 24.7", "another case of the same bytes and mode"},
-      {"b['cases'][1]['read_us'] = None; b['cases'][1]['read_fraction'] = None; b['cases'][1]['read_samples'] = 0",
+      {"add /cases/0/read_fraction 0.01", "t131072: read_fraction"},
+      {"set /cases/1/read_us 19.5 set /cases/1/read_fraction 0.7894736842105263", "another case of the same bytes and mode"},  /* 19.5 / 24.7 */
+      {"set /cases/1/read_us null set /cases/1/read_fraction null set /cases/1/read_samples 0",
        "t131072-split128: a timed case with no read_us and no read_reason"},
-      {"b['cases'][1]['read_samples'] = 0", "t131072-split128: read_us 19.23 with 0 read samples"},
+      {"set /cases/1/read_samples 0", "t131072-split128: read_us 19.23 with 0 read samples"},
   };
   for (size_t k = 0; k < sizeof bad / sizeof bad[0]; k++) {
-    run_sh(&rr, "/usr/bin/python3 -c \"import json; b = json.load(open('%s/bench.json')); %s; json.dump(b, open('%s/bad.json', 'w'))\" && "
-                "/usr/bin/python3 tests/bench_check.py %s/bad.json", dir, bad[k][0], dir, dir);
+    run_sh(&rr, "/usr/bin/python3 tests/jsontool.py edit %s/bench.json %s/bad.json %s && /usr/bin/python3 tests/bench_check.py %s/bad.json",
+           dir, dir, bad[k][0], dir);
     if (rr.rc != 1 || !strstr(rr.out, bad[k][1])) fail_msg("%s: exit %d\n%s%s", bad[k][0], rr.rc, rr.out, rr.err);
     run_result_release(&rr);
   }
@@ -658,8 +682,8 @@ static void bench_read_fraction_is_the_same_bytes_read_over_the_median(void **s)
   for (int i = 0; i < 3; i++) bench_case_rates(&c[i], &r);
   assert_true(isnan(c[1].read_fraction));
   write_checked_bench(dir, c, 3, &r);
-  run_sh(&rr, "/usr/bin/python3 -c \"import json; c = json.load(open('%s/bench.json'))['cases'][1]; "
-              "print(c['read_us'], c['read_fraction'], c['read_samples'], c['read_reason'])\" && sed -n 3p %s/bench.csv | "
+  run_sh(&rr, "/usr/bin/python3 tests/jsontool.py get %s/bench.json /cases/1/read_us /cases/1/read_fraction /cases/1/read_samples "
+              "/cases/1/read_reason && sed -n 3p %s/bench.csv | "
               "awk -F, '{print \"csv\", $(NF-1) \"|\" $NF \"|\"}'", dir, dir);
   assert_string_equal(rr.out, "None None 0 --no-roofline\ncsv ||\n");
   run_result_release(&rr);
@@ -675,9 +699,7 @@ static void gpu_bench_times_one_same_bytes_read_per_size(void **s) {
   run_sh(&r, "printf '{\"schema\": \"dkb.bench-matrix/v1\", \"name\": \"rd\", \"roofline_bytes\": 4294967296, \"cases\": "
              "[{\"fixture\": \"%%s/fixtures/decode/default.json\", \"splits\": [\"auto\", 2]}]}' \"$PWD\" > %s/rd.json && "
              "build/dkb bench --matrix %s/rd.json -o %s/gpu-rd --max-time 0.3 > %s/gpu-rd.txt && "
-             "/usr/bin/python3 tests/bench_check.py %s/gpu-rd/bench.json && /usr/bin/python3 -c \"import json; "
-             "b = json.load(open('%s/gpu-rd/bench.json')); c = b['cases']; f = b['launch_floor']['median_us']; "
-             "print(len(c), c[0]['read_us'] == c[1]['read_us'] > f, all(x['read_samples'] > 0 for x in c))\"",
+             "/usr/bin/python3 tests/bench_check.py %s/gpu-rd/bench.json && /usr/bin/python3 tests/bench_facts.py reads %s/gpu-rd/bench.json",
          tmp_dir(), tmp_dir(), tmp_dir(), tmp_dir(), tmp_dir(), tmp_dir());
   if (r.rc != 0) fail_msg("exit %d\n%s%s", r.rc, r.out, r.err);
   assert_string_equal(r.out, "2 True True\n");
@@ -701,15 +723,15 @@ static void bench_json_and_csv_carry_a_slowed_cases_clocks(void **s) {
   snprintf(dir, sizeof dir, "%s/clocks-json", tmp_dir());
   write_checked_bench(dir, c, 2, &r);
   struct run_result rr;
-  run_sh(&rr, "/usr/bin/python3 -c \"import json; b = json.load(open('%s/bench.json')); "
-              "print(json.dumps([c['clocks'] for c in b['cases']], sort_keys=True))\" && sed -n '2,3p' %s/bench.csv | awk -F, '{print $(NF-3) \"|\" $(NF-2)}'",
+  run_sh(&rr, "/usr/bin/python3 tests/jsontool.py get --json %s/bench.json /cases/*/clocks && "
+              "sed -n '2,3p' %s/bench.csv | awk -F, '{print $(NF-3) \"|\" $(NF-2)}'",
          dir, dir);
   if (rr.rc != 0) fail_msg("exit %d\n%s%s", rr.rc, rr.out, rr.err);
   assert_string_equal(rr.out, "[{\"event_reasons\": [\"sw_power_cap\", \"sw_thermal_slowdown\"], \"slowed\": true, \"sm_mhz_after\": 1755, "
                               "\"sm_mhz_before\": 1980}, null]\n1755|1\n|\n");
   run_result_release(&rr);
-  run_sh(&rr, "/usr/bin/python3 -c \"import json; b = json.load(open('%s/bench.json')); b['cases'][0]['clocks']['slowed'] = False; "
-              "json.dump(b, open('%s/bad.json', 'w'))\" && /usr/bin/python3 tests/bench_check.py %s/bad.json", dir, dir, dir);
+  run_sh(&rr, "/usr/bin/python3 tests/jsontool.py edit %s/bench.json %s/bad.json set /cases/0/clocks/slowed false && "
+              "/usr/bin/python3 tests/bench_check.py %s/bad.json", dir, dir, dir);
   assert_int_equal(rr.rc, 1);
   assert_non_null(strstr(rr.out, "hot: clocks.slowed is False"));
   run_result_release(&rr);
@@ -818,6 +840,40 @@ static void bench_targets_errors_and_require_targets(void **s) {
   run_result_release(&r);
 }
 
+/* A matrix without cases is malformed (its schema says minItems 1), as a missing fixture is: exit 3 with
+ * the file, /cases and the reason, before anything runs. --require-targets over a run that judged no
+ * target (fixtures, or a matrix that sets none) has not passed: exit 4, saying so, after the run. */
+static void bench_refuses_an_empty_matrix_and_a_target_gate_with_nothing_to_judge(void **s) {
+  (void)s;
+  static const char *const empty = "{\"schema\": \"dkb.bench-matrix/v1\", \"name\": \"t\", \"cases\": []}";
+  const char *path = tmp_file("bench-empty.json", empty);
+  struct run_result r;
+  run_sh(&r, "/usr/bin/python3 tests/schema_check.py --expect-invalid schemas/bench-matrix.schema.json %s && "
+             "rm -rf %s/bench-empty-out && build/dkb bench --matrix %s -o %s/bench-empty-out --require-targets; rc=$?; "
+             "[ -e %s/bench-empty-out/bench.json ] && echo wrote; exit $rc",
+         path, tmp_dir(), path, tmp_dir(), tmp_dir());
+  char want[1200];
+  snprintf(want, sizeof want, "dkb: error: %s: /cases: must hold at least one case (got an empty array)\n", path);
+  if (r.rc != 3) fail_msg("exit %d, want 3\n%s%s", r.rc, r.out, r.err);
+  assert_string_equal(r.err, want);
+  assert_string_equal(r.out, "");
+  run_result_release(&r);
+  char fx[600];
+  assert_non_null(realpath("fixtures/decode/dk128-dv64.json", fx));
+  char doc[1400];
+  snprintf(doc, sizeof doc, "{\"schema\": \"dkb.bench-matrix/v1\", \"name\": \"t\", \"cases\": [{\"fixture\": \"%s\"}]}", fx);
+  const char *none = tmp_file("bench-no-targets.json", doc);
+  const char *const how[] = {"fixtures/decode/dk128-dv64.json", "--matrix"};
+  for (int i = 0; i < 2; i++) {
+    run_sh(&r, "build/dkb bench %s %s -o %s/bench-no-targets --no-roofline --max-time 0.05 --require-targets", how[i],
+           i ? none : "", tmp_dir());
+    if (r.rc != 4) fail_msg("%s: exit %d, want 4\n%s%s", how[i], r.rc, r.out, r.err);
+    assert_non_null(strstr(r.err, "dkb: error: --require-targets: no bench target was judged: the matrix sets none\n"));
+    assert_non_null(strstr(r.out, "wrote "));  /* the run's results stand beside the verdict */
+    run_result_release(&r);
+  }
+}
+
 /* On the GPU: every decode fixture passes correctness and reaches level 6; split = k agrees with
  * split = 1 within the fixture's tolerance. */
 static void gpu_every_decode_fixture_reaches_level_6(void **s) {
@@ -839,9 +895,7 @@ static void gpu_run_with_counters_measures_dram_bytes(void **s) {
   SKIP_WITHOUT_GPU();
   struct run_result r;
   run_sh(&r, "build/dkb run fixtures/decode/default.json -o %s/gpu-counters --quiet --max-time 0.2 --counters "
-             "--require-level 6 > /dev/null && /usr/bin/python3 -c \"import json; b = json.load(open('%s/gpu-counters/bundle.json')); "
-             "m = b['measurement']; c = {x['name']: x['value'] for x in m['counters']}; "
-             "print(m['counters_pass']['status'], c['dram__bytes_read.sum'], c['gpu__time_duration.sum'])\"",
+             "--require-level 6 > /dev/null && /usr/bin/python3 tests/bench_facts.py counters %s/gpu-counters/bundle.json",
          tmp_dir(), tmp_dir());
   if (r.rc != 0 || strncmp(r.out, "measured ", 9)) fail_msg("%s%s", r.out, r.err);
   double bytes = 0, ns = 0;
@@ -861,10 +915,7 @@ static void gpu_cold_counters_read_all_k_v_from_dram_and_write_back_no_flush(voi
   SKIP_WITHOUT_GPU();
   struct run_result r;
   run_sh(&r, "build/dkb run fixtures/decode/default.json -o %s/gpu-cold --quiet --max-time 0.2 --cold --counters "
-             "--require-level 6 > /dev/null && /usr/bin/python3 -c \"import json; b = json.load(open('%s/gpu-cold/bundle.json')); "
-             "m = b['measurement']; c = {x['name']: x['value'] for x in m['counters']}; "
-             "print(m['counters_pass']['l2_before_pass'].split(':')[0], c['dram__bytes_read.sum'], c['dram__bytes_write.sum'], "
-             "b['ledgers']['unique_kv_bytes'], b['ledgers']['q_o_bytes'] + b['ledgers']['workspace_round_trip_bytes'])\"",
+             "--require-level 6 > /dev/null && /usr/bin/python3 tests/bench_facts.py cold-counters %s/gpu-cold/bundle.json",
          tmp_dir(), tmp_dir());
   if (r.rc != 0 || strncmp(r.out, "flushed ", 8)) fail_msg("%s%s", r.out, r.err);
   double rd = 0, wr = 0, kv = 0, out = 0;
@@ -1087,39 +1138,28 @@ static void assert_budget(const char *out, const char *name, const char *verdict
  * and never read from an earlier run's folder. */
 static void budgets_judge_peak_memory_and_wall_time_of_real_runs(void **s) {
   (void)s;
-  const char *fake = tmp_file("fake-dkb.sh",
-                              "#!/bin/sh\n"
-                              "case \"$1\" in\n"
-                              "run) [ \"$LEVEL\" = none ] && exit 5\n"
-                              "  mkdir -p \"$4\" && exec python3 -c 'import sys\n"
-                              "x = bytearray(int(sys.argv[2]) << 20)\n"
-                              "x[::4096] = b\"\\1\" * len(x[::4096])  # touch every page: resident\n"
-                              "open(sys.argv[1] + \"/bundle.json\", \"w\").write(\"{\\\"claimed_level\\\": %s, \\\"ledgers\\\": "
-                              "{\\\"unique_kv_bytes\\\": %s, \\\"q_o_bytes\\\": 262144}}\" % (sys.argv[3], sys.argv[4]))' "
-                              "\"$4\" \"$MB\" \"$LEVEL\" \"$KV\";;\n"
-                              "validate) exit 0;;\n"
-                              "esac\n");
+  const char *fake = "tests/fake_dkb.py";
   const char *b = tmp_file("budget-bundle.json", "{}");
   struct run_result r;
   /* 400 MiB resident against 1.5 x 256.25 MiB: missed */
-  run_sh(&r, "chmod +x %s && MB=400 LEVEL=6 KV=268435456 python3 tools/budgets.py --dkb %s --out %s/budgets %s", fake, fake, tmp_dir(), b);
+  run_sh(&r, "MB=400 LEVEL=6 KV=268435456 python3 tools/budgets.py --dkb %s --out %s/budgets %s", fake, tmp_dir(), b);
   assert_int_equal(r.rc, 1);
   assert_budget(r.out, "run_memory", "missed");
   assert_budget(r.out, "run_wall", "met");
   assert_budget(r.out, "validate_wall", "met");
   run_result_release(&r);
-  run_sh(&r, "chmod +x %s && MB=0 LEVEL=6 KV=268435456 python3 tools/budgets.py --dkb %s --out %s/budgets %s", fake, fake, tmp_dir(), b);
+  run_sh(&r, "MB=0 LEVEL=6 KV=268435456 python3 tools/budgets.py --dkb %s --out %s/budgets %s", fake, tmp_dir(), b);
   assert_int_equal(r.rc, 0);
   assert_budget(r.out, "run_memory", "met");
   run_result_release(&r);
   /* a run without the GPU work, or with too few bytes for the ratio to mean anything: not judged */
-  run_sh(&r, "chmod +x %s && MB=400 LEVEL=2 KV=1048576 python3 tools/budgets.py --dkb %s --out %s/budgets %s", fake, fake, tmp_dir(), b);
+  run_sh(&r, "MB=400 LEVEL=2 KV=1048576 python3 tools/budgets.py --dkb %s --out %s/budgets %s", fake, tmp_dir(), b);
   assert_int_equal(r.rc, 0);
   assert_budget(r.out, "run_wall", "not judged: exit 0, level 2");
   assert_budget(r.out, "run_memory", "not judged");
   run_result_release(&r);
   /* the folder still holds the last run's bundle: a run that writes none must not be judged on it */
-  run_sh(&r, "chmod +x %s && LEVEL=none python3 tools/budgets.py --dkb %s --out %s/budgets %s", fake, fake, tmp_dir(), b);
+  run_sh(&r, "LEVEL=none python3 tools/budgets.py --dkb %s --out %s/budgets %s", fake, tmp_dir(), b);
   assert_int_equal(r.rc, 4);
   assert_non_null(strstr(r.err, "left no readable bundle"));
   run_result_release(&r);
@@ -1131,9 +1171,11 @@ DKB_TEST_GROUP(run, cmocka_unit_test(decode_fixtures_are_schema_valid_and_load),
                cmocka_unit_test(plan_items_cover_visible_keys_exactly), cmocka_unit_test(auto_split_minimizes_the_lpt_makespan),
                cmocka_unit_test(cluster_plans_keep_each_requests_items_together_in_slot_order),
                cmocka_unit_test(run_without_gpu_stops_at_level_2_with_reason),
-               cmocka_unit_test(dumps_recompute_in_numpy_to_1e12), cmocka_unit_test(bench_writes_table_csv_json_and_svg), cmocka_unit_test(bench_counters_give_each_case_its_dram_bytes_or_say_why_not),
+               cmocka_unit_test(dumps_recompute_in_numpy_to_1e12), cmocka_unit_test(bench_writes_table_csv_json_and_svg),
+               cmocka_unit_test(bench_records_no_figure_for_a_case_it_did_not_time), cmocka_unit_test(bench_counters_give_each_case_its_dram_bytes_or_say_why_not),
                cmocka_unit_test(bench_targets_judge_level_6_results_only),
                cmocka_unit_test(bench_fraction_targets_need_k_v_from_dram_when_counters_say_so), cmocka_unit_test(bench_targets_errors_and_require_targets),
+               cmocka_unit_test(bench_refuses_an_empty_matrix_and_a_target_gate_with_nothing_to_judge),
                cmocka_unit_test(bench_chart_plots_masked_calls_at_their_visible_fraction_and_reads_beside_them),
                cmocka_unit_test(bench_excess_is_the_median_beyond_the_floor_and_the_read_at_the_roofline),
                cmocka_unit_test(bench_read_fraction_is_the_same_bytes_read_over_the_median),

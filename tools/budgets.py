@@ -10,7 +10,7 @@
                 each bundle given)
 
 usage: tools/budgets.py [--dkb PATH] [--fixture FILE] [--out DIR] [BUNDLE...]
-  defaults: build/dkb, fixtures/bench/b16-t8192-g4-contig.json, /tmp/dkb-budgets, fixtures/captured/*/bundle.json
+  defaults: build/dkb, fixtures/bench/b16-t8192-g4-contig.json, /tmp/dkb-budgets, fixtures/captured/bundles/*/bundle.json
 Prints one line per budget (measured, limit, verdict: met, missed, or not judged and why). Exit 0 when
 none is missed, 1 when one is, 2 on usage errors, 4 when `dkb run` left no bundle to read.
 """
@@ -50,7 +50,7 @@ def main(argv):
     ap.add_argument("bundles", nargs="*", metavar="BUNDLE")
     args = ap.parse_args(argv)  # usage errors exit 2
     dkb, fixture, out = args.dkb, args.fixture, args.out
-    bundles = args.bundles or sorted(glob.glob("fixtures/captured/*/bundle.json"))
+    bundles = args.bundles or sorted(glob.glob("fixtures/captured/bundles/*/bundle.json"))
 
     missed = False
     run_dir = os.path.join(out, "run")

@@ -1,12 +1,16 @@
 #!/bin/sh
-# Captures real evidence bundles on a GPU machine into DEST/<fixture name>/ (default $OUT/captured)
-# and validates each at level 6. The bundles are then committed under fixtures/captured/, where CI
-# validates them on every run. usage: tools/capture-bundles.sh [DEST] FIXTURE...
-DEST=${1:-${OUT:-/tmp}/captured}; shift
-mkdir -p "$DEST"
+# Captures real evidence bundles on a GPU machine into DEST/<fixture name>/ and validates each at level 6
+# (with --source-root .). DEST defaults to fixtures/captured/bundles, under $OUT when it is set (a device
+# machine's results folder, copied back over the checkout), where CI validates every bundle folder on
+# every run (tests/test_captured.c): a new capture needs no list edited. Each run's log, which names the
+# machine's paths, goes to ${OUT:-/tmp}/capture-logs/, never beside the bundles.
+# usage: tools/capture-bundles.sh [DEST] FIXTURE...
+DEST=${1:-${OUT:+$OUT/}fixtures/captured/bundles}; shift
+LOGS=${OUT:-/tmp}/capture-logs
+mkdir -p "$DEST" "$LOGS"
 for f in "$@"; do
   n=$(basename "$f" .json)
-  build/dkb run "$f" -o "$DEST/$n" --max-time 1 --warmup 5 > "$DEST/$n.log" 2>&1
+  build/dkb run "$f" -o "$DEST/$n" --max-time 1 --warmup 5 > "$LOGS/$n.log" 2>&1
   echo "$n: run rc=$?"
   build/dkb validate "$DEST/$n/bundle.json" --require-level 6 --source-root . | head -3
 done

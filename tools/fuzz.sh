@@ -32,16 +32,16 @@ def cut(v):
     if isinstance(v, list): return [cut(x) for x in v[:16]]
     if isinstance(v, dict): return {k: cut(x) for k, x in v.items()}
     return v
-for f in sorted(glob.glob("fixtures/captured/*/bundle.json")):
+for f in sorted(glob.glob("fixtures/captured/bundles/*/bundle.json")):
     with open(os.path.join(sys.argv[1], os.path.basename(os.path.dirname(f)) + ".json"), "w") as o:
         json.dump(cut(json.load(open(f))), o, indent=1)
 PY
     ;;
-    benchrun) for f in fixtures/captured/bench*/bench.json; do cp "$f" "$c/$(basename "$(dirname "$f")").json"; done
+    benchrun) for f in fixtures/captured/bench/*/bench.json; do cp "$f" "$c/$(basename "$(dirname "$f")").json"; done
       # the captured runs' clocks are never slowed (or absent): one copy carries each kind (slowed, not slowed, none)
       /usr/bin/python3 - "$c" <<'PY'
 import json, os, sys
-b = json.load(open("fixtures/captured/bench/bench.json"))
+b = json.load(open("fixtures/captured/bench/early-slot-index-b/bench.json"))
 b["cases"] = b["cases"][:4]
 b["cases"][0]["clocks"] = {"sm_mhz_before": 1980, "sm_mhz_after": 1755, "event_reasons": ["sw_power_cap"], "slowed": True}
 b["cases"][1]["clocks"] = {"sm_mhz_before": 1980, "sm_mhz_after": None, "event_reasons": [], "slowed": False}
