@@ -25,6 +25,8 @@ extern "C" const char dkb_plugin_build_report_json[];
 
 namespace dkbfi {
 
+static_assert((int)kF16 == (int)DKB_ABI_F16 && (int)kBF16 == (int)DKB_ABI_BF16, "fi.h's dtypes are the ABI's");
+
 #define DKBFI_DECLARE(NAME) extern const Instance NAME, NAME##_swa;
 DKBFI_DECLARE(decode_f16_d64) DKBFI_DECLARE(decode_f16_d128) DKBFI_DECLARE(decode_f16_d256)
 DKBFI_DECLARE(decode_bf16_d64) DKBFI_DECLARE(decode_bf16_d128) DKBFI_DECLARE(decode_bf16_d256)
@@ -761,11 +763,16 @@ const struct dkb_backend kBackends[] = {
     {"flashinfer_decode", kVersion, 50,
      "FlashInfer 0.7.2.post1 CUDA-core batch decode over a paged K/V cache (BatchDecodeWithPagedKVCacheDispatched, "
      "DecodePlan's split, merge kernel)",
-     const_cast<Backend *>(&kCudaCoreBackend), fi_admit, fi_plan, fi_setup, fi_launch, fi_release, fi_last_error},
+     const_cast<Backend *>(&kCudaCoreBackend), fi_admit, fi_plan, fi_setup, fi_launch, fi_release, fi_last_error,
+     "decode, q_len 1, fp16/bf16, head dims 64/128/256, groups 1/2/3/4/6/8/16; paged NHD/HND (dense or CSR), "
+     "contiguous NHD/HND, ragged NHD; causal, sliding window without sinks; auto split; graph; sm_90"},
     {"flashinfer_decode_tc", kVersion, 51,
      "FlashInfer 0.7.2.post1 tensor-core decode: the FA2 batch-prefill kernel with one query row per request "
      "(BatchPrefillWithPagedKVCacheDispatched, PrefillPlan's split)",
-     const_cast<Backend *>(&kTensorCoreBackend), fi_admit, fi_plan, fi_setup, fi_launch, fi_release, fi_last_error},
+     const_cast<Backend *>(&kTensorCoreBackend), fi_admit, fi_plan, fi_setup, fi_launch, fi_release, fi_last_error,
+     "decode, q_len 1, fp16/bf16, head dims 64/128/256, groups 1 to 16; paged NHD/HND (dense or CSR), "
+     "contiguous NHD/HND, ragged NHD; causal, sliding window without sinks; auto, fixed 1 or whole-page chunk "
+     "splits; graph; sm_90"},
 };
 
 const struct dkb_plugin kPlugin = {

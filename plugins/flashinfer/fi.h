@@ -6,8 +6,6 @@
 #ifndef DKB_PLUGIN_FLASHINFER_FI_H
 #define DKB_PLUGIN_FLASHINFER_FI_H
 
-#include "dkb/backend.h"
-
 #include <cuda_runtime.h>
 
 #include <cstdint>
@@ -20,12 +18,15 @@ namespace dkbfi {
  * BatchDecodeWithPagedKVCacheWrapper(use_tensor_cores=True) runs for fp16/bf16). */
 enum Path { kCudaCore = 0, kTensorCore = 1 };
 enum KvLayout { kNHD = 0, kHND = 1 };  /* flashinfer::QKVLayout's values */
+/* DKB_ABI_F16 and DKB_ABI_BF16 (adapter.cu checks): the instances do not include dkb/backend.h, so a
+ * change of the ABI header recompiles the adapter, not FlashInfer's templates. */
+enum Dtype { kF16 = 0, kBF16 = 1 };
 
 /* One call as FlashInfer sees it: a paged K/V cache with a CSR page table, its host copy built by
  * adapter.cu from whichever layout dkb's call has (adapter.cu, csr_build). */
 struct Problem {
   int path;                    /* enum Path */
-  int dtype;                   /* DKB_ABI_F16 or DKB_ABI_BF16: Q, K, V and O */
+  int dtype;                   /* enum Dtype: Q, K, V and O */
   int head_dim;                /* d_qk == d_v */
   bool sliding_window;         /* the DefaultAttention<_, true, _, _> instantiation */
   int32_t window_left;         /* FlashInfer's: -1 none, else dkb's window - 1 */

@@ -2,5 +2,5 @@
  * without and with a sliding window. */
 #include "plugins/flashinfer/prefill_inst.cuh"
 
-DKBFI_PREFILL_INSTANCE(prefill_bf16_d256, nv_bfloat16, DKB_ABI_BF16, 256, false)
-DKBFI_PREFILL_INSTANCE(prefill_bf16_d256_swa, nv_bfloat16, DKB_ABI_BF16, 256, true)
+DKBFI_PREFILL_INSTANCE(prefill_bf16_d256, nv_bfloat16, kBF16, 256, false)
+DKBFI_PREFILL_INSTANCE(prefill_bf16_d256_swa, nv_bfloat16, kBF16, 256, true)

@@ -2,5 +2,5 @@
  * without and with a sliding window. */
 #include "plugins/flashinfer/prefill_inst.cuh"
 
-DKBFI_PREFILL_INSTANCE(prefill_bf16_d64, nv_bfloat16, DKB_ABI_BF16, 64, false)
-DKBFI_PREFILL_INSTANCE(prefill_bf16_d64_swa, nv_bfloat16, DKB_ABI_BF16, 64, true)
+DKBFI_PREFILL_INSTANCE(prefill_bf16_d64, nv_bfloat16, kBF16, 64, false)
+DKBFI_PREFILL_INSTANCE(prefill_bf16_d64_swa, nv_bfloat16, kBF16, 64, true)

@@ -2,5 +2,5 @@
  * without and with a sliding window. */
 #include "plugins/flashinfer/prefill_inst.cuh"
 
-DKBFI_PREFILL_INSTANCE(prefill_f16_d128, half, DKB_ABI_F16, 128, false)
-DKBFI_PREFILL_INSTANCE(prefill_f16_d128_swa, half, DKB_ABI_F16, 128, true)
+DKBFI_PREFILL_INSTANCE(prefill_f16_d128, half, kF16, 128, false)
+DKBFI_PREFILL_INSTANCE(prefill_f16_d128_swa, half, kF16, 128, true)

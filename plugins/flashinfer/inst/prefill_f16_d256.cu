@@ -2,5 +2,5 @@
  * without and with a sliding window. */
 #include "plugins/flashinfer/prefill_inst.cuh"
 
-DKBFI_PREFILL_INSTANCE(prefill_f16_d256, half, DKB_ABI_F16, 256, false)
-DKBFI_PREFILL_INSTANCE(prefill_f16_d256_swa, half, DKB_ABI_F16, 256, true)
+DKBFI_PREFILL_INSTANCE(prefill_f16_d256, half, kF16, 256, false)
+DKBFI_PREFILL_INSTANCE(prefill_f16_d256_swa, half, kF16, 256, true)

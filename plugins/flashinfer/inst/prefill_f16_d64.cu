@@ -2,5 +2,5 @@
  * without and with a sliding window. */
 #include "plugins/flashinfer/prefill_inst.cuh"
 
-DKBFI_PREFILL_INSTANCE(prefill_f16_d64, half, DKB_ABI_F16, 64, false)
-DKBFI_PREFILL_INSTANCE(prefill_f16_d64_swa, half, DKB_ABI_F16, 64, true)
+DKBFI_PREFILL_INSTANCE(prefill_f16_d64, half, kF16, 64, false)
+DKBFI_PREFILL_INSTANCE(prefill_f16_d64_swa, half, kF16, 64, true)
