@@ -54,10 +54,12 @@ $(FI_OUT)/provenance.o: $(FI_OUT)/provenance.c
 $(FI_LIB): $(FI_O) $(FI_OUT)/provenance.o plugins/flashinfer/exports.map
 	$(NVCC) $(FI_ARCH) $(FI_LDFLAGS) -o $@ $(filter %.o,$^)
 
-# CPU tests (no GPU): the library through dlopen (test_plugin.c), then its documents (check_manifest.py).
-$(FI_TEST): plugins/flashinfer/test_plugin.c include/dkb/backend.h
+# Tests: the library through dlopen (test_plugin.c; its GPU cases, test_gpu.c, skip without an sm_90
+# device), then its documents (check_manifest.py). No GPU is needed.
+$(FI_TEST): plugins/flashinfer/test_plugin.c plugins/flashinfer/test_gpu.c include/dkb/backend.h
 	@mkdir -p $(@D)
-	$(CC) -std=c11 -Wall -Wextra -O2 -Iinclude -o $@ $< -lcmocka -ldl
+	$(CC) -std=c11 -Wall -Wextra -O2 -Iinclude -I$(CUDA)/include -o $@ $(filter %.c,$^) \
+	  -L$(CUDA)/lib64 -Wl,-rpath,$(CUDA)/lib64 -lcudart -lcmocka -ldl -lm
 .PHONY: flashinfer-test
 flashinfer-test: $(FI_LIB) $(FI_TEST)
 	$(FI_TEST) $(FI_LIB) $(FI_OUT)/test
