@@ -315,8 +315,8 @@ int csr_build(const struct dkb_call *c, Problem &p, Csr &t, std::string &err) {
     const int64_t P = c->page_size;
     p.page_size = (uint32_t)P;
     if (c->table == DKB_ABI_TABLE_CSR) {
-      if (!c->page_indptr || !c->page_indices || !c->last_page_len) return fail(err, "plan: CSR arrays are NULL");
-      bool same = c->page_indptr[0] == 0;
+      if (!c->page_indptr || !c->page_indices) return fail(err, "plan: page_indptr or page_indices is NULL");
+      bool same = c->page_indptr[0] == 0 && c->last_page_len; /* without last_page_len: rebuilt */
       for (int b = 0; b < B; b++) {
         const int64_t kv = c->kv_len[b], n = (kv + P - 1) / P;
         const int64_t lo = c->page_indptr[b], have = (int64_t)c->page_indptr[b + 1] - lo;
@@ -720,6 +720,8 @@ int fi_launch(void *state, const struct dkb_call *call, void *const *ws, void *s
     b.v = call->v;
     int32_t *tables = s->ws_tables >= 0 ? static_cast<int32_t *>(ws[s->ws_tables]) : nullptr;
     if (s->csr.direct) {
+      if (!call->d_page_indptr || !call->d_page_indices || !call->d_last_page_len)
+        return fail(s->error, "launch: the call's CSR arrays are not on the device");
       b.indptr = const_cast<int32_t *>(call->d_page_indptr);
       b.indices = const_cast<int32_t *>(call->d_page_indices);
       b.last_page_len = const_cast<int32_t *>(call->d_last_page_len);
@@ -731,6 +733,8 @@ int fi_launch(void *state, const struct dkb_call *call, void *const *ws, void *s
     b.q_indptr = s->path == kTensorCore ? tables + s->off_q : nullptr;
     b.float_ws = s->ws_float >= 0 ? ws[s->ws_float] : nullptr;
     b.int_ws = ws[s->ws_int];
+    if (!b.q || !b.o || !b.k || !b.v || !b.int_ws || (s->ws_float >= 0 && !b.float_ws) || (s->ws_tables >= 0 && !tables))
+      return fail(s->error, "launch: a device pointer of the call or a workspace is NULL");
     cudaError_t e = s->inst->run(s->problem, s->plan, b, static_cast<cudaStream_t>(stream));
     if (e != cudaSuccess)
       return fail_cuda(s->error,
