@@ -9,11 +9,11 @@ rewritten only when its text changes, so nothing recompiles needlessly).
       dkb.source-manifest/v1: path + SHA-256 of each source file the chain spec lists, the line span
       of each chain symbol, the commit and dirty flag, and the call-chain graph (levels 1 and 2,
       article 0x0AH). A missing file or symbol fails the build.
-  gen_provenance.py plugin --spec plugins/P/chain.json --deps F.d --compiler=CC --flags=.. --out F.c
+  gen_provenance.py plugin --spec plugins/P/chain.json --deps F.d... --compiler=CC --flags=.. --out F.c
           [--upstream-root DIR --record RECORD --package NAME --package-version V --archive F.whl
            --archive-sha256 HEX] [--prefix dkb_plugin]
       Both documents of a backend plugin (include/dkb/backend.h): its source manifest (the chain spec's
-      repository files, every upstream file the compiler read (the .d file) with its SHA-256 checked
+      repository files, every upstream file the compiler read (the .d files) with its SHA-256 checked
       against the wheel's RECORD, the chain's symbol spans in either) and its build report (compiler,
       flags, the upstream package, version and archive SHA-256). A chain node with "root": "upstream"
       names a path under the upstream root.
@@ -383,7 +383,7 @@ def plugin_manifest(a):
     for n in spec["nodes"]:
         (up_paths if n.get("root") == "upstream" else repo_paths).append(n["path"])
     repo_paths += spec.get("files", [])
-    for d in read_deps(a.deps):
+    for d in [dep for f in a.deps for dep in read_deps(f)]:
         r = os.path.realpath(d)
         if root and r.startswith(root + os.sep):
             up_paths.append(os.path.relpath(r, root))
@@ -541,8 +541,9 @@ def main(argv):
     s.add_argument("--out", required=True)
     s.add_argument("--json", help="also write the document itself (for tests)")
     g = sub.add_parser("plugin")
-    for opt in ("spec", "deps", "compiler", "flags", "out"):
+    for opt in ("spec", "compiler", "flags", "out"):
         g.add_argument("--" + opt, required=True)
+    g.add_argument("--deps", required=True, nargs="+", help="the .d files of every translation unit")
     for opt in ("upstream-root", "record", "package", "package-version", "archive", "archive-sha256", "prefix"):
         g.add_argument("--" + opt)
     a = p.parse_args(argv)
