@@ -72,6 +72,18 @@ $(BUILD)/tests/fake-nvml/libnvidia-ml.so.1: tests/data/fake_nvml.c
 	@mkdir -p $(@D)
 	$(CC) -std=c11 -Wall -Wextra -O2 -shared -fPIC -o $@ $<
 $(BUILD)/dkb_tests: $(BUILD)/tests/fake-nvml/libnvidia-ml.so.1
+# dkb's test plugin (tests/plugin/test_plugin.c), once per variant, each breaking one rule of the ABI.
+TEST_PLUGIN_VARIANTS := ok abi2 noentry dupname admitfail planfail badws badlse badjson badkernel
+TEST_PLUGINS := $(TEST_PLUGIN_VARIANTS:%=$(BUILD)/tests/plugins/libtest_%.so)
+TEST_PLUGIN_FLAGS := -std=c11 -Wall -Wextra -O2 -shared -fPIC -fvisibility=hidden -I.
+$(BUILD)/tests/plugins/provenance.c: tests/plugin/test_plugin.c tests/plugin/chain.json tools/gen_provenance.py FORCE
+	@mkdir -p $(@D)
+	@$(CC) $(TEST_PLUGIN_FLAGS) -MM -MT $@ tests/plugin/test_plugin.c > $(@D)/test_plugin.d
+	@/usr/bin/python3 tools/gen_provenance.py plugin --spec tests/plugin/chain.json --deps $(@D)/test_plugin.d \
+	  --compiler='$(CC)' --flags='$(TEST_PLUGIN_FLAGS)' --prefix test_plugin --out $@
+$(BUILD)/tests/plugins/libtest_%.so: tests/plugin/test_plugin.c $(BUILD)/tests/plugins/provenance.c include/dkb/backend.h
+	$(CC) $(TEST_PLUGIN_FLAGS) -DTEST_PLUGIN_VARIANT=V_$(shell echo $* | tr a-z A-Z) -o $@ $< $(BUILD)/tests/plugins/provenance.c
+$(BUILD)/dkb_tests: $(TEST_PLUGINS)
 # --- end of build-time evidence
 
 $(BUILD)/%.o: %.c | $(BUILD)/gen/version.h

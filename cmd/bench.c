@@ -11,6 +11,7 @@
 #include "harness/decode_call.h"
 #include "harness/device.h"
 #include "lib/fsutil.h"
+#include "harness/backends.h"
 #include "harness/runner.h"
 #include "kernels/kernels.h"
 #include "harness/trace.h"
@@ -131,10 +132,12 @@ int cmd_bench(int argc, char **argv) {
   printf("%-34s %-15s %5s %6s %4s %7s %10s %6s %7s %6s %8s %6s %7s %8s %6s %5s\n", "case", "layout", "B", "T", "g", "split",
          "median_us", "noise", "TB/s", "frac", "vis_TB/s", "vfrac", "excess", "read_us", "rfrac", "level");
   int rc = DKB_OK, timed = 0, clocked = 0, slowed = 0, counted = 0, l2served = 0;
+  struct backend_set *set = DKB_CALLOC(1, sizeof *set);
+  if (backend_set_open(set, NULL, 0, &err)) DKB_BUG("%s", err.msg);
   for (int i = 0; i < m.n; i++) {
     struct bench_case *bc = &m.cases[i];
     struct decode_call call;
-    if (decode_call_load(bc->fixture, &call, &err)) { rc = cmd_report_err(&err); break; }
+    if (decode_call_load(bc->fixture, &call, &err) || backends_check_request(set, &call, &err)) { rc = cmd_report_err(&err); break; }
     if (bc->forced_splits) {
       call.split_policy = SPLIT_FIXED;
       call.splits = call.capacity = bc->forced_splits;
@@ -151,7 +154,7 @@ int cmd_bench(int argc, char **argv) {
     ro.argv = argv;
     ro.progress = quiet_progress;
     struct run_result res;
-    if (runner_execute(&call, &ro, &res, &err)) {  /* the case is recorded as not run; the others go on */
+    if (runner_execute(&call, set, &ro, &res, &err)) {  /* the case is recorded as not run; the others go on */
       rc = worse(rc, cmd_report_err_in(bc->name, &err));  /* out of host memory for its inputs: 4, as for dkb run */
       decode_call_release(&call);
       continue;
@@ -194,6 +197,8 @@ int cmd_bench(int argc, char **argv) {
     run_result_release(&res);
     decode_call_release(&call);
   }
+  backend_set_close(set);
+  free(set);
   if (timed && clocked < timed) printf("clocks: NVML reported no clocks for %d of %d timed cases\n", timed - clocked, timed);
   if (clocked) printf("clocks: %d of the %d timed cases with NVML clocks ran with a slowdown reason active (before or after)\n", slowed, clocked);
   if (counters && counted < m.n)

@@ -46,7 +46,7 @@ static const struct command COMMANDS[] = {
     {"run", cmd_run,
      "dkb run FIXTURE [-o DIR] [--backend NAME|auto] [--warmup N] [--samples N] [--max-samples N] [--max-noise PCT] "
      "[--max-time S] [--cold] [--graph] [--counters] [--no-timing] [--require-level N] [--dump DIR | --dump-on-fail DIR] "
-     "[--quiet]",
+     "[--quiet] [--plugin PATH]...",
      "run one frozen decode call and write a graded evidence bundle",
      "Runs the decode call frozen in FIXTURE (schema dkb.decode/v1): seeded, poisoned inputs in the\n"
      "declared cache layout; the launch plan; admission of every registered backend; the float64 oracle;\n"
@@ -70,7 +70,9 @@ static const struct command COMMANDS[] = {
      "  --require-level N    exit 4 (environment) or 1 (failure) when the bundle proves less than N\n"
      "  --dump DIR           write every tensor as NumPy .npy plus index.json\n"
      "  --dump-on-fail DIR   the same, kept only when correctness fails\n"
-     "  --quiet              no progress lines on stderr\n\n"
+     "  --quiet              no progress lines on stderr\n"
+     "  --plugin PATH        load a backend plugin (repeatable; also DKB_PLUGIN_PATH): its backends are\n"
+     "                       admitted beside dkb's own and can be forced with --backend\n\n"
      "Exit 0 when the call ran as far as this host allows, 1 when its output was wrong or not reproduced\n"
      "or a kernel faulted, 3 on a malformed fixture, 4 when the machine failed a launch (out of device\n"
      "memory, a driver error) or --require-level asks for more than this host can give.\n"},
@@ -135,6 +137,15 @@ static const struct command COMMANDS[] = {
      "  --list-reasons      print every reason id with its level and meaning, then exit\n\n"
      "Exit 0 when every bundle claims no more than it proves (and reaches N), 1 otherwise, 3 when a file\n"
      "is not a bundle.\n"},
+    {"backends", cmd_backends, "dkb backends [--json] [--plugin PATH]...",
+     "list every backend dkb can run here: its own and loaded plugins'",
+     "Lists every backend of the one registry: dkb's own and those of each plugin loaded with --plugin\n"
+     "or DKB_PLUGIN_PATH (colon-separated files), in priority order, with its version, what it admits, and\n"
+     "for a plugin its library's path and SHA-256, its ABI version and its upstream package.\n\n"
+     "  --plugin PATH   load the backend plugin in PATH (repeatable; include/dkb/backend.h is its ABI)\n"
+     "  --json          print one JSON document (schema dkb.backends/v1)\n\n"
+     "Exit 3 when a plugin is not a dkb plugin of this ABI (no entry point, another ABI version, a\n"
+     "malformed table), 4 when it cannot be loaded (dlopen's reason).\n"},
     {"preflight", cmd_preflight, "dkb preflight [--json] [--require-level N]",
      "inspect this host without touching the GPU: which evidence levels can it produce?",
      "Inspects the host without creating a CUDA context or loading GPU libraries: OS and architecture,\n"

@@ -31,7 +31,7 @@ static int parse_num(const char *cmd, const char *opt, const char *s, double lo,
  *        [--require-level N] [--dump DIR | --dump-on-fail DIR] [--quiet] */
 int cmd_run(int argc, char **argv) {
   enum { O_BACKEND = 256, O_WARMUP, O_SAMPLES, O_MAX_SAMPLES, O_NOISE, O_TIME, O_COLD, O_GRAPH, O_COUNTERS, O_NOTIME,
-         O_REQUIRE, O_DUMP, O_DUMP_FAIL, O_QUIET };
+         O_REQUIRE, O_DUMP, O_DUMP_FAIL, O_QUIET, O_PLUGIN };
   static const struct option opts[] = {
       {"output", required_argument, NULL, 'o'}, {"backend", required_argument, NULL, O_BACKEND},
       {"warmup", required_argument, NULL, O_WARMUP}, {"samples", required_argument, NULL, O_SAMPLES},
@@ -40,7 +40,7 @@ int cmd_run(int argc, char **argv) {
       {"graph", no_argument, NULL, O_GRAPH}, {"counters", no_argument, NULL, O_COUNTERS},
       {"no-timing", no_argument, NULL, O_NOTIME}, {"require-level", required_argument, NULL, O_REQUIRE},
       {"dump", required_argument, NULL, O_DUMP}, {"dump-on-fail", required_argument, NULL, O_DUMP_FAIL},
-      {"quiet", no_argument, NULL, O_QUIET}, {NULL, 0, NULL, 0}};
+      {"quiet", no_argument, NULL, O_QUIET}, {"plugin", required_argument, NULL, O_PLUGIN}, {NULL, 0, NULL, 0}};
   struct run_opts ro;
   memset(&ro, 0, sizeof ro);
   ro.out_dir = "out";
@@ -50,6 +50,8 @@ int cmd_run(int argc, char **argv) {
   ro.progress = show_progress;
   dkb_timing_opts_default(&ro.timing);
   const char *backend = NULL;
+  const char *plugins[BACKENDS_MAX_PLUGINS];
+  size_t nplugins = 0;
   int require = -1, c, graph = 0;
   double v;
   /* getopt_long with "o:" for the short -o */
@@ -78,6 +80,10 @@ int cmd_run(int argc, char **argv) {
     case O_DUMP: ro.dump_dir = optarg; ro.dump_on_fail = 0; break;
     case O_DUMP_FAIL: ro.dump_dir = optarg; ro.dump_on_fail = 1; break;
     case O_QUIET: ro.progress = NULL; break;
+    case O_PLUGIN:
+      if (nplugins == BACKENDS_MAX_PLUGINS) return cmd_usage_error("run", "at most %d --plugin options", BACKENDS_MAX_PLUGINS);
+      plugins[nplugins++] = optarg;
+      break;
     case ':': return cmd_usage_error("run", "option '%s' needs a value", argv[optind - 1]);
     default: return cmd_usage_error("run", "unknown option '%s'", argv[optind - 1]);
     }
@@ -86,13 +92,6 @@ int cmd_run(int argc, char **argv) {
   if (optind + 1 < argc) return cmd_usage_error("run", "one fixture at a time (got '%s' too)", argv[optind + 1]);
   if (ro.timing.max_samples < ro.timing.min_samples)
     return cmd_usage_error("run", "--max-samples must be >= --samples (%zu)", ro.timing.min_samples);
-  if (backend) {
-    struct dkb_buf why;
-    dkb_buf_init(&why);
-    const int bad = dispatch_request_known(&backends_registry, backend, &why) ? DKB_OK : cmd_usage_error("run", "--backend %s", why.p);
-    dkb_buf_release(&why);
-    if (bad) return bad;
-  }
 
   struct dkb_err err;
   dkb_err_clear(&err);
@@ -100,15 +99,44 @@ int cmd_run(int argc, char **argv) {
   dkb_trace_route_nvtx(&err);
   dkb_err_clear(&err);
 
+  struct backend_set *set = DKB_CALLOC(1, sizeof *set);
+  if (backend_set_open(set, plugins, nplugins, &err)) {
+    free(set);
+    return cmd_report_err(&err);
+  }
+  if (backend) {
+    struct dkb_buf why;
+    dkb_buf_init(&why);
+    const int bad = backend_request_known(set, backend, &why) ? DKB_OK : cmd_usage_error("run", "--backend %s", why.p);
+    dkb_buf_release(&why);
+    if (bad) {
+      backend_set_close(set);
+      free(set);
+      return bad;
+    }
+  }
+
   struct decode_call call;
-  if (decode_call_load(argv[optind], &call, &err)) return cmd_report_err(&err);
+  if (decode_call_load(argv[optind], &call, &err)) {
+    backend_set_close(set);
+    free(set);
+    return cmd_report_err(&err);
+  }
   if (backend) snprintf(call.backend, sizeof call.backend, "%s", backend);  /* registered names fit */
   if (graph) call.graph = 1;
+  if (!backend && backends_check_request(set, &call, &err)) {
+    decode_call_release(&call);
+    backend_set_close(set);
+    free(set);
+    return cmd_report_err(&err);
+  }
 
   struct run_result res;
-  int rc = runner_execute(&call, &ro, &res, &err);
+  int rc = runner_execute(&call, set, &ro, &res, &err);
   if (rc) {
     decode_call_release(&call);
+    backend_set_close(set);
+    free(set);
     return cmd_report_err(&err);
   }
   printf("dkb run: %s\n", call.name);
@@ -150,5 +178,7 @@ int cmd_run(int argc, char **argv) {
   }
   run_result_release(&res);
   decode_call_release(&call);
+  backend_set_close(set);
+  free(set);
   return out;
 }

@@ -1,88 +1,159 @@
-/* backends.c - dkb's CUDA backends as one registry table (see backends.h). */
+/* backends.c - the registry of every backend, builtin and loaded, and the admission of one call over it
+ * (see backends.h). */
 #include "harness/backends.h"
-#include "kernels/decode.h"
-#include "oracles/kv_address.h"
-#include "oracles/mask.h"
+#include "harness/builtin.h"
 
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #define BIT(x) (1u << (x))
 
-struct dkb_caps {
-  int family;          /* DKB_FAMILY_* */
-  int max_head_dim;    /* Q */
-  int split_kv;        /* Q, G: instances come from dkb_split_kv_supported */
-  int graph;           /* C */
-};
-#define CAPS(b) ((const struct dkb_caps *)(b)->caps)
-
-
-/* H: the binary carries sm_90 SASS and compute_90 PTX. */
-static void dkb_hardware(const struct dispatch_backend *b, const struct dispatch_key *k, struct admit_reasons *out) {
-  (void)b;
-  if (k->device_type != DK_CUDA) return;
-  if (k->compute_capability == DK_ABSENT) admit_fail(out, "compute_capability unknown: no CUDA device");
-  else if (k->compute_capability < 90) admit_fail(out, "compute_capability=%lld unsupported (built for sm_90)", k->compute_capability);
+static int add(struct backend_set *s, const struct dkb_backend *t, const struct dkb_plugin_lib *lib, struct dkb_err *err) {
+  const char *file = lib ? lib->path : "";
+  if (s->n >= DISPATCH_MAX_BACKENDS)
+    return dkb_err_set(err, DKB_INPUT, file, "", "more than %d backends loaded", DISPATCH_MAX_BACKENDS);
+  for (size_t i = 0; i < s->n; i++) {
+    const struct backend_info *o = &s->v[i];
+    const char *where = o->lib ? o->lib->path : "dkb itself";
+    if (!strcmp(o->t->name, t->name))
+      return dkb_err_set(err, DKB_INPUT, file, "", "backend %s is already registered (by %s)", t->name, where);
+    if (o->t->priority == t->priority)
+      return dkb_err_set(err, DKB_INPUT, file, "", "backend %s has priority %d, as %s (by %s) has: priorities are unique",
+                         t->name, (int)t->priority, o->t->name, where);
+  }
+  s->v[s->n].t = t;
+  s->v[s->n].lib = lib;
+  s->n++;
+  return 0;
 }
 
-static void dkb_dtype(const struct dispatch_backend *b, const struct dispatch_key *k, struct admit_reasons *out) {
-  (void)b;
-  if (k->dtype != DKB_F16 && k->dtype != DKB_BF16 && k->dtype != DKB_F32) admit_fail(out, "dtype=%s unsupported", dkb_dtype_name(k->dtype));
+static int load(struct backend_set *s, const char *path, struct dkb_err *err) {
+  for (size_t i = 0; i < s->nlibs; i++)
+    if (!strcmp(s->libs[i].path, path)) return 0;  /* named twice (a flag and the environment) */
+  if (s->nlibs >= BACKENDS_MAX_PLUGINS)
+    return dkb_err_set(err, DKB_USAGE, path, "", "more than %d plugins", BACKENDS_MAX_PLUGINS);
+  struct dkb_plugin_lib *lib = &s->libs[s->nlibs];
+  if (dkb_plugin_open(path, lib, err)) return -1;
+  s->nlibs++;
+  for (int i = 0; i < lib->table->n_backends; i++)
+    if (add(s, &lib->table->backends[i], lib, err)) return -1;
+  return 0;
 }
 
-static void dkb_kv(const struct dispatch_backend *b, const struct dispatch_key *k, struct admit_reasons *out) {
-  (void)b;
-  if (k->kv_dtype != k->dtype)
-    admit_fail(out, "kv_dtype=%s unsupported with dtype=%s (one storage dtype)", dkb_dtype_name(k->kv_dtype), dkb_dtype_name(k->dtype));
+int backend_set_open(struct backend_set *s, const char *const *plugins, size_t nplugins, struct dkb_err *err) {
+  memset(s, 0, sizeof *s);
+  builtin_tables(s->builtin, &s->ctx);
+  char why[256];
+  for (int i = 0; i < 2; i++) {
+    if (dkb_backend_table_check(&s->builtin[i], why, sizeof why)) DKB_BUG("%s", why);
+    if (add(s, &s->builtin[i], NULL, err)) DKB_BUG("%s", err->msg);
+  }
+  for (size_t i = 0; i < nplugins; i++)
+    if (load(s, plugins[i], err)) goto fail;
+  const char *env = getenv("DKB_PLUGIN_PATH");
+  if (env && *env) {
+    char *list = DKB_STRDUP(env), *save = NULL;
+    int rc = 0;
+    for (char *p = strtok_r(list, ":", &save); p && !rc; p = strtok_r(NULL, ":", &save))
+      if (*p) rc = load(s, p, err);
+    free(list);
+    if (rc) {
+      if (!strstr(err->msg, "DKB_PLUGIN_PATH")) {
+        size_t n = strlen(err->msg);
+        snprintf(err->msg + n, sizeof err->msg - n, " (from DKB_PLUGIN_PATH)");
+      }
+      goto fail;
+    }
+  }
+  return 0;
+fail:
+  backend_set_close(s);
+  return -1;
 }
 
-static void dkb_shape(const struct dispatch_backend *b, const struct dispatch_key *k, struct admit_reasons *out) {
-  const struct dkb_caps *c = CAPS(b);
-  if (k->q_len < 1 || k->q_len > 4) admit_fail(out, "q_len=%lld unsupported", k->q_len);
-  int mult = k->dtype == DKB_F32 ? 4 : 8;  /* one 16-byte vector lane group */
-  if (k->head_dim_qk > c->max_head_dim || k->head_dim_qk % mult) admit_fail(out, "head_dim_qk=%lld unsupported", k->head_dim_qk);
-  if (k->head_dim_vo > c->max_head_dim || k->head_dim_vo % mult) admit_fail(out, "head_dim_vo=%lld unsupported", k->head_dim_vo);
+void backend_set_close(struct backend_set *s) {
+  for (size_t i = 0; i < s->nlibs; i++) dkb_plugin_close(&s->libs[i]);
+  memset(s, 0, sizeof *s);
 }
 
-static void dkb_gqa(const struct dispatch_backend *b, const struct dispatch_key *k, struct admit_reasons *out) {
-  if (!CAPS(b)->split_kv || k->num_kv_heads < 1 || k->num_q_heads % k->num_kv_heads) return;
-  long long rows = k->num_q_heads / k->num_kv_heads * k->q_len;
-  if (k->head_dim_qk > 256 || k->head_dim_vo > 256) return;  /* already a Q reason */
-  if (!dkb_split_kv_supported((int)k->dtype, (int)k->head_dim_qk, (int)k->head_dim_vo, (int)rows, NULL, 0))
-    admit_fail(out, "query_rows_per_kv_head=%lld unsupported (gqa %lld x q_len %lld, head dims %lld/%lld)", rows,
-               k->num_q_heads / k->num_kv_heads, k->q_len, k->head_dim_qk, k->head_dim_vo);
+const struct backend_info *backend_set_find(const struct backend_set *s, const char *name) {
+  for (size_t i = 0; i < s->n; i++)
+    if (!strcmp(s->v[i].t->name, name)) return &s->v[i];
+  return NULL;
 }
 
-static void dkb_layout(const struct dispatch_backend *b, const struct dispatch_key *k, struct admit_reasons *out) {
-  (void)b;
-  if (!k->last_dim_contiguous) admit_fail(out, "last_dim_contiguous=false unsupported");
+int backend_request_known(const struct backend_set *s, const char *request, struct dkb_buf *why) {
+  if (!strcmp(request, "auto") || backend_set_find(s, request)) return 1;
+  char line[128];
+  snprintf(line, sizeof line, "'%s' is not a backend (known: auto", request);
+  dkb_buf_adds(why, line);
+  for (size_t i = 0; i < s->n; i++) {
+    dkb_buf_adds(why, ", ");
+    dkb_buf_adds(why, s->v[i].t->name);
+  }
+  dkb_buf_adds(why, ")");
+  return 0;
 }
 
-static void dkb_mask(const struct dispatch_backend *b, const struct dispatch_key *k, struct admit_reasons *out) {
-  (void)b;
-  if (k->mask_kind == DK_MASK_DENSE_CUSTOM) admit_fail(out, "mask_kind=dense_custom unsupported");
-  if (k->dropout_p > 0) admit_fail(out, "dropout_p>0 unsupported");
+int backends_check_request(const struct backend_set *s, const struct decode_call *c, struct dkb_err *err) {
+  struct dkb_buf why;
+  dkb_buf_init(&why);
+  int rc = backend_request_known(s, c->backend, &why) ? 0 : dkb_err_set(err, DKB_INPUT, c->file, "/backend", "%s", why.p);
+  dkb_buf_release(&why);
+  return rc;
 }
 
-static void dkb_lifecycle(const struct dispatch_backend *b, const struct dispatch_key *k, struct admit_reasons *out) {
-  if (k->cuda_graph && !CAPS(b)->graph) admit_fail(out, "cuda_graph=true unsupported (launcher reads lengths on the host)");
+/* ---- the call as the ABI sees it ------------------------------------------------------------------ */
+
+void backends_call(const struct decode_call *c, const struct decode_inputs *in, int cc, int sm_count,
+                   struct dkb_call *call) {
+  memset(call, 0, sizeof *call);
+  call->size = sizeof *call;
+  call->abi_version = DKB_BACKEND_ABI_VERSION;
+  call->device = 0;
+  call->compute_capability = cc;
+  call->sm_count = sm_count;
+  call->phase = c->phase == PHASE_APPEND ? DKB_ABI_APPEND : DKB_ABI_DECODE;
+  call->B = c->B;
+  call->q_len = c->C;
+  call->H_q = c->H_q;
+  call->H_kv = c->H_kv;
+  call->d_qk = c->dk;
+  call->d_v = c->dv;
+  call->dtype = call->kv_dtype = c->dtype;
+  call->scale = c->scale;
+  for (int b = 0; b < c->B; b++) {
+    call->max_kv_len = c->kv_len[b] > call->max_kv_len ? c->kv_len[b] : call->max_kv_len;
+    call->total_kv_len += c->kv_len[b];
+  }
+  call->layout = c->layout;
+  call->table = c->table;
+  call->page_size = c->page_size;
+  call->T_cap = c->T_cap;
+  call->cache_rows = c->cache_rows;
+  call->mask_kind = c->mask_kind;
+  call->window = c->window;
+  call->sink = c->sink;
+  call->split_policy = c->split_policy == SPLIT_FIXED ? DKB_ABI_SPLIT_FIXED
+                       : c->split_policy == SPLIT_CHUNK ? DKB_ABI_SPLIT_CHUNK : DKB_ABI_SPLIT_AUTO;
+  call->splits = c->splits;
+  call->chunk = c->chunk;
+  call->max_splits = c->max_splits;
+  call->return_lse = c->return_lse;
+  call->graph = c->graph;
+  if (!in) return;
+  call->num_pages = in->L.num_pages;
+  call->table_width = in->L.table_width;
+  call->n_page_indices = in->n_page_indices;
+  call->kv_len = c->kv_len;
+  call->cache_batch_idx = in->cache_batch_idx;
+  call->indptr = in->indptr;
+  call->block_table = in->block_table;
+  call->page_indptr = in->page_indptr;
+  call->page_indices = in->page_indices;
+  call->last_page_len = in->last_page_len;
 }
-
-static const struct dkb_caps SPLIT_CAPS = {DKB_FAMILY_SPLIT_KV, 256, 1, 1};
-static const struct dkb_caps NAIVE_CAPS = {DKB_FAMILY_NAIVE, 1024, 0, 0};
-
-#define DKB_PREDICATES                                                                            \
-  {[ADMIT_H] = dkb_hardware, [ADMIT_D] = dkb_dtype, [ADMIT_K] = dkb_kv, [ADMIT_Q] = dkb_shape,   \
-   [ADMIT_G] = dkb_gqa, [ADMIT_L] = dkb_layout, [ADMIT_M] = dkb_mask, [ADMIT_C] = dkb_lifecycle}
-
-static const struct dispatch_backend BACKENDS[] = {
-    {"dkb_split_kv", 10, BIT(DK_CUDA), BIT(DK_DECODE) | BIT(DK_APPEND), DKB_PREDICATES, &SPLIT_CAPS,
-     "split-KV producer + exact combine (kernels/decode.cu)"},
-    {"dkb_naive_reference", 100, BIT(DK_CUDA), BIT(DK_DECODE) | BIT(DK_APPEND), DKB_PREDICATES, &NAIVE_CAPS,
-     "naive one-row-per-CTA reference, no split"},
-};
-
-const struct dispatch_registry backends_registry = {"dkb_cuda", BACKENDS, sizeof BACKENDS / sizeof BACKENDS[0]};
 
 void backends_key(const struct decode_call *c, long long cc, struct dispatch_key *k) {
   static const enum dk_layout LAYOUT[KV_LAYOUT_COUNT] = {DK_CONTIGUOUS_NHD, DK_CONTIGUOUS_HND, DK_RAGGED, DK_PAGED_NHD,
@@ -118,9 +189,98 @@ void backends_key(const struct decode_call *c, long long cc, struct dispatch_key
   k->workspace_device_index = 0;
 }
 
-int backends_select(const struct decode_call *c, long long cc, struct admission *a) {
+/* ---- admission: every table's admit, split by factor for the stages of 0x07C ---------------------- */
+
+#define CACHE(b) ((struct abi_admit_cache *)(b)->caps)
+
+/* The factor letter's reasons of one table's answer (asked once, on the first factor). */
+static void abi_factor(const struct dispatch_backend *b, struct admit_reasons *out, char letter) {
+  struct abi_admit_cache *c = CACHE(b);
+  if (c->rc && letter == 'I') {
+    admit_fail(out, "admit failed: %s", c->error);
+    return;
+  }
+  for (int i = 0; i < c->n; i++)
+    if (c->r[i].factor == letter) admit_fail(out, "%s", c->r[i].text);
+}
+#define FACTOR(L) \
+  static void abi_##L(const struct dispatch_backend *b, const struct dispatch_key *k, struct admit_reasons *out) { \
+    (void)k;                                                                                                    \
+    abi_factor(b, out, #L[0]);                                                                                  \
+  }
+FACTOR(I) FACTOR(E) FACTOR(P) FACTOR(H) FACTOR(D) FACTOR(K) FACTOR(Q) FACTOR(G) FACTOR(L) FACTOR(M) FACTOR(N) FACTOR(C)
+#undef FACTOR
+
+static const admit_predicate ABI_PREDICATES[ADMIT_NFACTORS] = {
+    [ADMIT_I] = abi_I, [ADMIT_E] = abi_E, [ADMIT_P] = abi_P, [ADMIT_H] = abi_H, [ADMIT_D] = abi_D, [ADMIT_K] = abi_K,
+    [ADMIT_Q] = abi_Q, [ADMIT_G] = abi_G, [ADMIT_L] = abi_L, [ADMIT_M] = abi_M, [ADMIT_N] = abi_N, [ADMIT_C] = abi_C};
+
+static void ask(struct abi_admit_cache *c) {
+  c->n = 0;
+  c->rc = c->info->t->admit(c->info->t, c->call, c->r, DKB_MAX_REASONS, &c->n);
+  if (c->n < 0 || c->n > DKB_MAX_REASONS) c->n = 0, c->rc = c->rc ? c->rc : DKB_BACKEND_ERROR;
+  if (c->rc) {
+    const char *e = c->info->t->last_error(NULL);
+    snprintf(c->error, sizeof c->error, "%s", e && *e ? e : "no reason given");
+  }
+  for (int i = 0; i < c->n; i++) {
+    c->r[i].text[sizeof c->r[i].text - 1] = '\0';
+    if (!strchr(ADMIT_FACTOR_LETTERS, c->r[i].factor) || !c->r[i].factor) {
+      /* a reason without one of the twelve letters is still a reason: keep it under I, say so */
+      char t[DKB_REASON_TEXT_MAX];
+      snprintf(t, sizeof t, "%s (factor '%c' unknown)", c->r[i].text, c->r[i].factor ? c->r[i].factor : '?');
+      snprintf(c->r[i].text, sizeof c->r[i].text, "%s", t);
+      c->r[i].factor = 'I';
+    }
+  }
+}
+
+const struct backend_info *backends_admit(const struct backend_set *s, const struct decode_call *c, long long cc,
+                                          int sm_count, struct backend_admission *ba) {
+  memset(ba, 0, sizeof *ba);
+  backends_call(c, NULL, cc < 0 ? -1 : (int)cc, sm_count, &ba->call);
+  for (size_t i = 0; i < s->n; i++) {
+    struct abi_admit_cache *ca = &ba->cache[i];
+    ca->info = &s->v[i];
+    ca->call = &ba->call;
+    ask(ca);
+    struct dispatch_backend *b = &ba->table[i];
+    b->name = s->v[i].t->name;
+    b->priority = s->v[i].t->priority;
+    b->platforms = BIT(DK_CUDA);
+    b->phases = BIT(DK_DECODE) | BIT(DK_APPEND);
+    memcpy(b->admit, ABI_PREDICATES, sizeof b->admit);
+    b->caps = ca;
+    b->role = s->v[i].t->role;
+  }
+  ba->reg.name = "dkb";
+  ba->reg.backends = ba->table;
+  ba->reg.n = s->n;
   struct dispatch_key k;
   backends_key(c, cc, &k);
-  const struct dispatch_backend *sel = dispatch_admit(&backends_registry, &k, a);
-  return sel ? CAPS(sel)->family : -1;
+  const struct dispatch_backend *sel = dispatch_admit(&ba->reg, &k, &ba->a);
+  if (!sel) return NULL;
+  return ((const struct abi_admit_cache *)sel->caps)->info;
+}
+
+json_t *backend_set_to_json(const struct backend_set *s) {
+  json_t *arr = json_array();
+  for (size_t i = 0; i < s->n; i++) {
+    const struct backend_info *b = &s->v[i];
+    json_t *o = json_pack("{s:s,s:s,s:i,s:s,s:s?}", "name", b->t->name, "version", b->t->version, "priority",
+                          (int)b->t->priority, "role", b->t->role ? b->t->role : "", "admits", b->t->admits);
+    if (!b->lib) {
+      json_object_set_new(o, "source", json_string("builtin"));
+    } else {
+      json_object_set_new(o, "source", json_string("plugin"));
+      json_t *up = json_object_get(b->lib->manifest, "upstream");
+      json_object_set_new(o, "plugin", json_pack("{s:s,s:s,s:s,s:I,s:s,s:s,s:i,s:O}", "path", b->lib->path, "realpath",
+                                                 b->lib->realpath, "sha256", b->lib->sha256, "bytes",
+                                                 (json_int_t)b->lib->bytes, "name", b->lib->table->name, "version",
+                                                 b->lib->table->version, "abi_version", (int)b->lib->table->abi_version,
+                                                 "upstream", up ? up : json_null()));
+    }
+    json_array_append_new(arr, o);
+  }
+  return arr;
 }

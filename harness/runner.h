@@ -9,6 +9,7 @@
 
 #include <jansson.h>
 
+#include "harness/backends.h"
 #include "harness/decode_call.h"
 #include "lib/err.h"
 #include "harness/timing.h"
@@ -47,7 +48,10 @@ struct run_result {
                               * machine's); DKB_OK otherwise. cmd/ ends by ladder_terminal_exit_code */
 };
 
-int runner_execute(struct decode_call *c, const struct run_opts *o, struct run_result *res, struct dkb_err *err);
+/* Runs the call with the backends of set (harness/backends.h; its request must name one of them or
+ * "auto": backends_check_request). */
+int runner_execute(struct decode_call *c, struct backend_set *set, const struct run_opts *o, struct run_result *res,
+                   struct dkb_err *err);
 void run_result_release(struct run_result *r);
 
 #endif

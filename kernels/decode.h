@@ -1,4 +1,4 @@
-/* decode.h - the plain C face of dkb's split-KV decode kernels (kernels/decode.cu).
+/* decode.h - the plain C face of dkb's split-KV decode kernels (kernels/decode.cu, kernels/decode/).
  * The host fills one struct dkb_decode_params with device pointers and a plan (work items), then
  * calls dkb_decode_launch. Everything a kernel reads is described here with its shape; the address
  * formulas are those of oracles/kv_address.h and the mask semantics those of oracles/mask.h, which
@@ -98,7 +98,7 @@ int dkb_decode_occupancy(int dtype, int dk, int dv, int rows);
 int dkb_decode_fused_ok(int dtype, int dk, int dv, int rows, int max_slots);
 /* 1 when such a fused plan with exactly `slots` slots in every request can merge them in a thread-block
  * cluster instead (struct dkb_decode_params cluster): 2 slots (larger clusters measured slower on the H200,
- * kernels/decode.cu kClusterMax) and a workspace ABI whose fields are fp32 (MLU, or LSE_O with fp32 O), so
+ * kernels/decode/merge.cuh kClusterMax) and a workspace ABI whose fields are fp32 (MLU, or LSE_O with fp32 O), so
  * the states the cluster merges are the ABI's. */
 int dkb_decode_cluster_ok(int dtype, int dk, int dv, int rows, int slots, int abi, int ws_o_dtype);
 /* Launches the producer (and the combine kernel unless direct or fused). 0 or a cudaError_t value. */

@@ -283,8 +283,9 @@ def load_spec(path):
     seen = set()
     for k, node in enumerate(nodes):
         ptr = f"/nodes/{k}"
-        need(isinstance(node, dict) and {"symbol", "layer", "path"} <= set(node) <= {"symbol", "layer", "path", "root"},
-             ptr, "must be an object with symbol, layer, path and optionally root")
+        need(isinstance(node, dict) and {"symbol", "layer", "path"} <= set(node) <= {"symbol", "layer", "path", "root", "scope"},
+             ptr, "must be an object with symbol, layer, path and optionally root and scope")
+        need(node.get("scope", "builtin") == "builtin", f"{ptr}/scope", "must be \"builtin\" (a node of dkb's own backends)")
         need(node.get("root", "repo") in ("repo", "upstream", "binary"), f"{ptr}/root",
              "must be \"repo\", \"upstream\" or \"binary\"")
         for key in ("symbol", "layer", "path"):

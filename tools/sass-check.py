@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Reads `cuobjdump -sass BINARY` on stdin; prints every function whose async copies (LDGSTS) name a
 uniform memory-descriptor register that the function never writes, and exits 1 if there is one.
-ptxas (CUDA 13) produced such code for a cache-hinted cp.async (kernels/decode.cu, cp_async16): it dies
+ptxas (CUDA 13) produced such code for a cache-hinted cp.async (kernels/decode/copy.cuh, cp_async16): it dies
 with "illegal instruction" on the GPU, and only for the instances a call happens to reach.
 usage: cuobjdump -sass build/dkb | tools/sass-check.py"""
 import re

@@ -220,6 +220,7 @@ struct dkb_backend {
   void (*release)(void *state);
   /* Why the last failing call failed: for state NULL, admit or plan (the plugin keeps it per thread). */
   const char *(*last_error)(void *state);
+  const char *admits;        /* one line for `dkb backends`: what it admits ("paged NHD/HND, fp16/bf16, ..."); may be NULL */
 };
 
 struct dkb_plugin {

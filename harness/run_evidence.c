@@ -1,0 +1,500 @@
+/* run_evidence.c - the bundle sections of one run (see run_evidence.h). */
+#include "harness/run_evidence.h"
+#include "harness/builtin.h"
+#include "harness/loadmap.h"
+#include "harness/provenance.h"
+#include "evidence/bundle.h"
+#include "kernels/decode.h"
+#include "lib/buf.h"
+#include "lib/cjson.h"
+#include "oracles/dtype.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* ---- the plan ----------------------------------------------------------------------------------- */
+
+static const char *const WS_KINDS[] = {NULL, "scratch", "zero_first", "persistent"};
+static const char *const LSE_BASES[] = {NULL, "natural", "base2"};
+static const char *const EMPTY_ROWS[] = {NULL, "zero_neginf", "zero_posinf", "nan"};
+static const char *const ROLES[] = {"producer", "combine", "fused", "append", "other"};
+static const char *const MATCHES[] = {"symbol", "function", "prefix"};
+
+int run_evidence_plan_check(const struct dkb_plan *p, int graph, char *why, size_t n) {
+  if (p->splits < 1) return snprintf(why, n, "plan splits=%d (must be >= 1)", (int)p->splits), -1;
+  if (p->n_workspaces < 0 || p->n_workspaces > DKB_MAX_WORKSPACES)
+    return snprintf(why, n, "plan lists %d workspaces (0 to %d)", (int)p->n_workspaces, DKB_MAX_WORKSPACES), -1;
+  for (int i = 0; i < p->n_workspaces; i++) {
+    const struct dkb_workspace *w = &p->ws[i];
+    if (w->kind < DKB_WS_SCRATCH || w->kind > DKB_WS_PERSISTENT)
+      return snprintf(why, n, "workspace '%.32s' has kind %d, which dkb does not know", w->name, (int)w->kind), -1;
+    if (w->alignment && (w->alignment & (w->alignment - 1)))
+      return snprintf(why, n, "workspace '%.32s' asks for alignment %u, not a power of two", w->name, w->alignment), -1;
+    if (w->alignment > 256)
+      return snprintf(why, n, "workspace '%.32s' asks for alignment %u; dkb aligns to 256", w->name, w->alignment), -1;
+  }
+  if (p->lse_base != DKB_LSE_NATURAL && p->lse_base != DKB_LSE_BASE2)
+    return snprintf(why, n, "plan lse_base %d, which dkb does not know", (int)p->lse_base), -1;
+  if (p->empty_row < DKB_EMPTY_ZERO_NEGINF || p->empty_row > DKB_EMPTY_NAN)
+    return snprintf(why, n, "plan empty_row %d, which dkb does not know", (int)p->empty_row), -1;
+  if (p->launch_flags & ~(unsigned)(DKB_LAUNCH_READS_HOST | DKB_LAUNCH_SYNCS))
+    return snprintf(why, n, "plan launch_flags 0x%x has bits dkb does not know", p->launch_flags), -1;
+  if (graph && (p->launch_flags & (DKB_LAUNCH_READS_HOST | DKB_LAUNCH_SYNCS)))
+    return snprintf(why, n, "the call is in graph mode, but the launch %s", p->launch_flags & DKB_LAUNCH_SYNCS
+                                                                                 ? "synchronizes" : "reads host memory"), -1;
+  if (p->n_kernels < 0 || p->n_kernels > DKB_MAX_KERNELS)
+    return snprintf(why, n, "plan declares %d kernels (0 to %d)", (int)p->n_kernels, DKB_MAX_KERNELS), -1;
+  for (int i = 0; i < p->n_kernels; i++) {
+    const struct dkb_kernel_decl *k = &p->kernels[i];
+    if (!memchr(k->name, '\0', sizeof k->name) || !k->name[0]) return snprintf(why, n, "kernel %d has no name", i), -1;
+    if (k->role < 0 || k->role > DKB_KERNEL_OTHER) return snprintf(why, n, "kernel %s has role %d", k->name, (int)k->role), -1;
+    if (k->match < 0 || k->match > DKB_MATCH_PREFIX)
+      return snprintf(why, n, "kernel %s has match kind %d, which dkb does not know", k->name, (int)k->match), -1;
+  }
+  if (!p->plan_json) return snprintf(why, n, "plan without a plan document"), -1;
+  json_error_t je;
+  json_t *doc = json_loads(p->plan_json, JSON_REJECT_DUPLICATES, &je);
+  int ok = json_is_object(doc);
+  json_decref(doc);
+  if (!ok) return snprintf(why, n, "its plan document is not a JSON object%s%s", doc ? "" : ": ", doc ? "" : je.text), -1;
+  return 0;
+}
+
+long long run_evidence_workspace_bytes(const struct dkb_plan *plan) {
+  long long n = 0;
+  for (int i = 0; i < plan->n_workspaces; i++)
+    if (plan->ws[i].kind != DKB_WS_PERSISTENT) n += (long long)plan->ws[i].bytes;
+  return n;
+}
+
+static json_t *backend_json(const struct backend_info *sel, const struct dkb_plan *p) {
+  json_t *ws = json_array(), *ks = json_array(), *flags = json_array();
+  for (int i = 0; i < p->n_workspaces; i++)
+    json_array_append_new(ws, json_pack("{s:s,s:I,s:s}", "name", p->ws[i].name, "bytes", (json_int_t)p->ws[i].bytes, "kind",
+                                        WS_KINDS[p->ws[i].kind]));
+  for (int i = 0; i < p->n_kernels; i++)
+    json_array_append_new(ks, json_pack("{s:s,s:s,s:s,s:b}", "name", p->kernels[i].name, "role", ROLES[p->kernels[i].role],
+                                        "match", MATCHES[p->kernels[i].match], "required", p->kernels[i].required != 0));
+  if (p->launch_flags & DKB_LAUNCH_READS_HOST) json_array_append_new(flags, json_string("reads_host"));
+  if (p->launch_flags & DKB_LAUNCH_SYNCS) json_array_append_new(flags, json_string("syncs"));
+  json_t *o = json_pack("{s:s,s:s,s:s,s:i,s:o,s:o,s:{s:s,s:s},s:o}", "name", sel->t->name, "version", sel->t->version,
+                        "source", sel->lib ? "plugin" : "builtin", "work_items", (int)p->work_items, "workspaces", ws,
+                        "kernels", ks, "conventions", "lse_base", LSE_BASES[p->lse_base], "empty_row",
+                        EMPTY_ROWS[p->empty_row], "launch_flags", flags);
+  if (sel->lib)
+    json_object_set_new(o, "plugin", json_pack("{s:s,s:s,s:s,s:i}", "name", sel->lib->table->name, "version",
+                                               sel->lib->table->version, "sha256", sel->lib->sha256, "abi_version",
+                                               (int)sel->lib->table->abi_version));
+  return o;
+}
+
+int run_evidence_dispatch(json_t *bundle, const char *dir, const struct decode_call *c, const char call_sha[65],
+                          const struct backend_admission *ba, const struct backend_info *sel, const struct dkb_plan *plan,
+                          struct dkb_err *err) {
+  const struct admission *adm = &ba->a;
+  json_t *arec = admission_to_json(adm, err);
+  if (!arec) return -1;
+  json_t *diag = NULL;
+  int rc = bundle_add_json_artifact(bundle, dir, "admission", arec, &diag, err);
+  json_decref(arec);
+  if (rc) return -1;
+  json_t *cands = json_array();
+  for (size_t i = 0; i < adm->n; i++) {
+    const struct admission_candidate *ca = &adm->cand[i];
+    json_t *rs = json_array();
+    const struct admit_reasons *why = ca->in_domain ? &ca->reasons : &ca->domain;
+    for (size_t k = 0; k < why->n; k++) json_array_append_new(rs, json_string(why->text[k]));
+    json_array_append_new(cands, json_pack("{s:s,s:i,s:b,s:b,s:o}", "backend", ca->backend->name, "priority",
+                                           ca->backend->priority, "in_domain", ca->in_domain, "eligible", ca->eligible,
+                                           "reasons", rs));
+  }
+  const char *outcome = adm->selected >= 0 ? "selected" : adm->outcome == ADM_FORCED_ERROR ? "rejected" : "no_eligible";
+  json_t *disp = json_pack("{s:o,s:s,s:s,s:o,s:s,s:o,s:o}", "call_key", decode_call_key(c), "call_key_sha256", call_sha,
+                           "request", c->backend, "candidates", cands, "outcome", outcome, "selected",
+                           sel ? json_string(sel->t->name) : json_null(), "diagnostic", diag);
+  json_object_set_new(bundle, "dispatch", disp);
+  if (!sel || !plan) return 0;
+  const long long ws = run_evidence_workspace_bytes(plan);
+  json_object_set_new(disp, "split_count", json_integer(plan->splits));
+  json_object_set_new(disp, "workspace_bytes", json_integer(ws));
+  json_object_set_new(disp, "plan", json_loads(plan->plan_json, JSON_REJECT_DUPLICATES, NULL));
+  json_object_set_new(disp, "backend", backend_json(sel, plan));
+  json_t *key = json_object_get(disp, "call_key");
+  json_t *pk = json_pack("{s:s,s:s,s:i,s:i,s:i,s:i,s:s,s:s,s:O,s:b,s:s,s:i,s:I}", "backend", sel->t->name,
+                         "cache_layout", json_string_value(json_object_get(key, "cache_layout")), "H_q", c->H_q, "H_kv",
+                         c->H_kv, "d_qk", c->dk, "d_v", c->dv, "q_dtype", dkb_dtype_name(c->dtype), "kv_dtype",
+                         dkb_dtype_name(c->dtype), "page_size", json_object_get(key, "page_size"), "graph_mode", c->graph,
+                         "workspace_abi", c->abi == DKB_ABI_MLU ? "mlu" : "lse_o", "split_count", (int)plan->splits,
+                         "workspace_bytes", (json_int_t)ws);
+  json_object_set_new(disp, "plan_key", pk);
+  if (plan->n_kernels) {
+    json_t *req = json_array();
+    for (int i = 0; i < plan->n_kernels; i++)
+      if (plan->kernels[i].required) json_array_append_new(req, json_string(plan->kernels[i].name));
+    json_object_set_new(disp, "required_kernels", req);
+  }
+  return bundle_set_digest(disp, "plan_key", "plan_key_sha256", err);
+}
+
+/* ---- execution ---------------------------------------------------------------------------------- */
+
+static const char *short_name(const char *demangled, char *buf, size_t n) {
+  /* "void (anonymous namespace)::decode_split_kv_producer<...>(...)" -> "decode_split_kv_producer" */
+  const char *p = strstr(demangled, "::");
+  p = p ? p + 2 : demangled;
+  const char *q = p;
+  while (*q && *q != '<' && *q != '(') q++;
+  snprintf(buf, n, "%.*s", (int)(q - p), p);
+  return buf;
+}
+
+int run_evidence_execution(json_t *bundle, const char *dir, struct dkb_trace *tr, const char *range, char *summary,
+                           size_t summary_n, struct dkb_err *err) {
+  struct dkb_buf tb;
+  dkb_buf_init(&tb);
+  json_t *tref = NULL;
+  if (dkb_trace_jsonl(tr, &tb, err) || bundle_add_artifact(bundle, dir, "trace", "jsonl", tb.p, tb.n, &tref, err)) {
+    dkb_buf_release(&tb);
+    return -1;
+  }
+  dkb_buf_release(&tb);
+  json_t *ks = json_array();
+  summary[0] = '\0';
+  for (size_t i = 0; i < tr->nsymbols; i++) {
+    const struct dkb_trace_symbol *s = &tr->symbols[i];
+    if (!s->launches_in_range) continue;
+    const struct dkb_trace_kernel *k = s->first;
+    json_array_append_new(ks, json_pack("{s:s,s:s,s:I,s:[i,i,i],s:[i,i,i],s:i,s:i}", "symbol", s->name, "demangled",
+                                        s->demangled, "launches", (json_int_t)s->launches_in_range, "grid", k->grid[0],
+                                        k->grid[1], k->grid[2], "block", k->block[0], k->block[1], k->block[2],
+                                        "registers", k->registers, "shared_bytes", k->static_smem + k->dynamic_smem));
+    char sn[96];
+    size_t len = strlen(summary);
+    snprintf(summary + len, summary_n - len, "%s%s x%zu", len ? ", " : "", short_name(s->demangled, sn, sizeof sn),
+             s->launches_in_range);
+  }
+  char ver[32];
+  snprintf(ver, sizeof ver, "%u", tr->cupti_version);
+  json_object_set_new(bundle, "execution",
+                      json_pack("{s:o,s:s,s:i,s:o,s:I,s:{s:s,s:s}}", "trace", tref, "nvtx_range", range,
+                                "external_correlation_id", 1, "kernels", ks, "dropped_records", (json_int_t)tr->dropped,
+                                "profiler", "name", "CUPTI", "version", ver));
+  return 0;
+}
+
+/* ---- correctness -------------------------------------------------------------------------------- */
+
+struct typed { enum dkb_dtype t; const void *p; };
+static double get_typed(const void *base, size_t i) {
+  const struct typed *x = base;
+  return dkb_load(x->t, x->p, i);
+}
+
+static json_t *cmp_json(const struct dkb_cmp *c) {
+  return json_pack("{s:I,s:I,s:I,s:I,s:f,s:f,s:f,s:o}", "n", (json_int_t)c->n, "violations", (json_int_t)c->violations,
+                   "nan", (json_int_t)c->nan_got, "inf", (json_int_t)c->inf_got, "max_abs", c->max_abs, "max_rel",
+                   c->max_rel, "max_ratio", c->max_ratio, "worst_index", c->n ? json_integer((json_int_t)c->worst) : json_null());
+}
+
+/* O and LSE in dkb's conventions: a base-2 LSE times ln 2, and a backend's value for an empty row (the
+ * oracle's LSE is -inf there) replaced by O = 0, LSE = -inf. NULL copies when nothing needs converting. */
+static void convert(const struct run_check *k, void **o_out, float **lse_out, json_t *conv) {
+  const struct decode_call *c = k->c;
+  const size_t rows = (size_t)c->B * c->C * c->H_q, es = dkb_dtype_bytes((enum dkb_dtype)c->dtype);
+  *o_out = NULL;
+  *lse_out = NULL;
+  size_t scaled = 0, emptied = 0;
+  if (k->lse_gpu && k->plan->lse_base == DKB_LSE_BASE2) {
+    *lse_out = DKB_MALLOC(rows * sizeof(float));
+    for (size_t i = 0; i < rows; i++) (*lse_out)[i] = (float)((double)k->lse_gpu[i] * 0.69314718055994530942), scaled++;
+  }
+  if (k->plan->empty_row != DKB_EMPTY_ZERO_NEGINF) {
+    for (size_t i = 0; i < rows; i++) {
+      if (k->lse_ref[i] != -INFINITY) continue;
+      if (!*o_out) {
+        *o_out = DKB_MALLOC(rows * (size_t)c->dv * es);
+        memcpy(*o_out, k->o_gpu, rows * (size_t)c->dv * es);
+      }
+      for (int x = 0; x < c->dv; x++) dkb_store((enum dkb_dtype)c->dtype, *o_out, i * (size_t)c->dv + (size_t)x, 0.0);
+      if (k->lse_gpu) {
+        if (!*lse_out) {
+          *lse_out = DKB_MALLOC(rows * sizeof(float));
+          memcpy(*lse_out, k->lse_gpu, rows * sizeof(float));
+        }
+        (*lse_out)[i] = -INFINITY;
+      }
+      emptied++;
+    }
+  }
+  json_object_set_new(conv, "lse_base", json_string(LSE_BASES[k->plan->lse_base]));
+  json_object_set_new(conv, "empty_row", json_string(EMPTY_ROWS[k->plan->empty_row]));
+  json_object_set_new(conv, "lse_rows_rescaled", json_integer((json_int_t)scaled));
+  json_object_set_new(conv, "empty_rows_replaced", json_integer((json_int_t)emptied));
+  json_object_set_new(conv, "rule", json_string("a base-2 LSE is multiplied by ln 2; where the oracle's row has no visible key, the backend's empty-row value is replaced by O = 0, LSE = -inf (0x02C); the raw outputs are what the repeat check compares"));
+}
+
+json_t *run_evidence_correctness(const struct run_check *k, struct run_check_result *out) {
+  const struct decode_call *c = k->c;
+  const struct decode_inputs *in = k->in;
+  memset(out, 0, sizeof *out);
+  const size_t orows = (size_t)c->B * c->C * c->H_q;
+  void *o_conv;
+  float *lse_conv;
+  json_t *conv = json_object();
+  convert(k, &o_conv, &lse_conv, conv);
+  const void *o = o_conv ? o_conv : k->o_gpu;
+  const float *lse = lse_conv ? lse_conv : k->lse_gpu;
+  struct typed got = {(enum dkb_dtype)c->dtype, o};
+  struct dkb_cmp co, cl, cc;
+  dkb_compare(&got, get_typed, k->o_ref, dkb_cmp_get_f64, orows * (size_t)c->dv, c->atol, c->rtol, &co);
+  json_t *corr = json_pack("{s:s,s:f,s:f,s:o}", "reference", "float64 oracle (harness/decode_ref.c over oracles/)", "atol",
+                           c->atol, "rtol", c->rtol, "output", cmp_json(&co));
+  /* dkb's own backends write dkb's conventions: only another backend's conversions are recorded */
+  if (k->plan->lse_base != DKB_LSE_NATURAL || k->plan->empty_row != DKB_EMPTY_ZERO_NEGINF)
+    json_object_set_new(corr, "conversion", conv);
+  else
+    json_decref(conv);
+  int passed = co.pass;
+  if (lse) {
+    dkb_compare(lse, dkb_cmp_get_f32, k->lse_ref, dkb_cmp_get_f64, orows, c->lse_atol, c->lse_rtol, &cl);
+    json_object_set_new(corr, "lse", cmp_json(&cl));
+    json_object_set_new(corr, "lse_atol", json_real(c->lse_atol));
+    json_object_set_new(corr, "lse_rtol", json_real(c->lse_rtol));
+    passed &= cl.pass;
+    out->lse_max_abs = cl.max_abs;
+  } else {
+    json_object_set_new(corr, "lse", json_string("not_applicable"));
+  }
+  if (c->phase == PHASE_APPEND) {
+    /* Exact: the cache after the call must equal the pre-call cache with the new rows written. */
+    void *k_exp = inputs_expected_cache(c, in, 0), *v_exp = inputs_expected_cache(c, in, 1);
+    /* poison is NaN on both sides outside the visible rows: compare bytes, count mismatching elements */
+    size_t es = (size_t)in->esize, mk = 0, mv = 0;
+    for (size_t i = 0; i < in->k_bytes / es; i++) mk += memcmp((const char *)k->k_after + i * es, (char *)k_exp + i * es, es) != 0;
+    for (size_t i = 0; i < in->v_bytes / es; i++) mv += memcmp((const char *)k->v_after + i * es, (char *)v_exp + i * es, es) != 0;
+    free(k_exp);
+    free(v_exp);
+    memset(&cc, 0, sizeof cc);
+    cc.n = (in->k_bytes + in->v_bytes) / es;
+    cc.violations = mk + mv;
+    cc.pass = cc.violations == 0;
+    json_object_set_new(corr, "cache", cmp_json(&cc));
+    json_object_set_new(corr, "cache_rule", json_string("bitwise: every K and V element equals the pre-call cache with the new rows written through the address translator"));
+    passed &= cc.pass;
+  } else {
+    json_object_set_new(corr, "cache", json_string("not_applicable"));
+  }
+  json_object_set_new(corr, "passed", json_boolean(passed));
+  free(o_conv);
+  free(lse_conv);
+  out->passed = passed;
+  out->out = co;
+  return corr;
+}
+
+/* ---- timing and counters ------------------------------------------------------------------------ */
+
+json_t *run_evidence_timing(const struct dkb_timing *tm, const struct dkb_timing_opts *to, json_t *before, json_t *after,
+                            int nvml_loaded, struct dkb_err *err) {
+  json_t *tj = dkb_timing_json(tm, err);  /* refuses samples that do not summarize */
+  if (!tj) {
+    json_decref(before);
+    json_decref(after);
+    return NULL;
+  }
+  json_decref(tj);
+  json_t *samples = json_array();
+  for (size_t i = 0; i < tm->n; i++) json_array_append_new(samples, json_real(tm->samples_us[i]));
+  json_t *timing = json_pack(
+      "{s:b,s:s,s:i,s:o,s:o,s:{s:s,s:s,s:I,s:I,s:f,s:b,s:f,s:f,s:f},s:b}", "tracing", 0, "method",
+      to->graph ? "cudaEvent pair around each CUDA graph replay, enqueued behind a stream-holding spin kernel and released together (GPU time, not host launch time), synchronized"
+                : "cudaEvent pair around each call's launches, enqueued behind a stream-holding spin kernel and released together (GPU time, not host launch time), synchronized",
+      "warmup", to->warmup, "samples_us", samples, "summary", dkb_stats_json(&tm->stats), "stop_rule", "rule",
+      "nvbench stdrel: relative stdev target after min samples and min time", "stopped_by", dkb_timing_stop_name(tm->stop),
+      "min_samples", (json_int_t)to->min_samples, "max_samples", (json_int_t)to->max_samples, "max_rel_stdev", to->max_noise,
+      "met", tm->stop == DKB_STOP_NOISE_REACHED, "min_time_s", to->min_time_s, "max_time_s", to->max_time_s, "elapsed_s",
+      tm->wall_s, "l2_flush", to->cold);
+  const char *why = nvml_loaded ? "nvml sample failed" : "libnvidia-ml.so.1 not loaded";
+  json_object_set_new(timing, "clocks_before", before ? before : json_pack("{s:s}", "not_reported", why));
+  json_object_set_new(timing, "clocks_after", after ? after : json_pack("{s:s}", "not_reported", why));
+  return timing;
+}
+
+void run_evidence_counters(json_t *meas, const struct dkb_counters *cn, int cold) {
+  json_t *cp = dkb_counters_json(cn);
+  json_object_set_new(cp, "l2_before_pass", json_string(cold ? "flushed: a read of 2x L2 through L2, as before each timed sample (--cold)"
+                                                             : "as the call before it left it, as for the timed samples"));
+  json_object_set_new(meas, "counters_pass", cp);
+  if (!cn->available) return;
+  json_t *arr = json_array();
+  for (int i = 0; i < DKB_COUNTERS_N; i++)
+    json_array_append_new(arr, json_pack("{s:s,s:f,s:s,s:s,s:s,s:s,s:s}", "name", cn->v[i].name, "value", cn->v[i].value,
+                                         "unit", cn->v[i].unit, "numerator", cn->v[i].numerator, "denominator",
+                                         cn->v[i].denominator, "scope", cn->v[i].scope, "replay", "application, one pass"));
+  json_object_set_new(meas, "counters", arr);
+}
+
+/* ---- levels 1-2: source and chain ----------------------------------------------------------------- */
+
+/* Appends a manifest's files (with their symbols) and chain to the bundle's arrays; drop_builtin leaves
+ * out the nodes scoped "builtin" (dkb's own backends) and the edges that touch them. */
+static void merge_manifest(const json_t *m, json_t *files, json_t *nodes, json_t *edges, int drop_builtin) {
+  size_t i, k;
+  json_t *f, *s;
+  json_array_foreach(json_object_get(m, "files"), i, f) {
+    json_t *syms = json_array();
+    json_array_foreach(json_object_get(m, "symbols"), k, s) {
+      if (strcmp(json_string_value(json_object_get(s, "path")), json_string_value(json_object_get(f, "path")))) continue;
+      json_t *sym = json_pack("{s:O,s:O}", "name", json_object_get(s, "symbol"), "role", json_object_get(s, "kind"));
+      if (json_object_get(s, "span")) json_object_set(sym, "lines", json_object_get(s, "span"));
+      json_array_append_new(syms, sym);
+    }
+    json_t *fo = json_pack("{s:O,s:O,s:o}", "path", json_object_get(f, "path"), "sha256", json_object_get(f, "sha256"),
+                           "symbols", syms);
+    const char *root = json_string_value(json_object_get(f, "root"));
+    if (root && strcmp(root, "repo")) json_object_set_new(fo, "root", json_string(root));
+    if (json_object_get(f, "record_sha256")) json_object_set(fo, "record_sha256", json_object_get(f, "record_sha256"));
+    json_array_append_new(files, fo);
+  }
+  json_t *chain = json_object_get(m, "chain");
+  json_array_foreach(json_object_get(chain, "nodes"), i, s) {
+    const char *scope = json_string_value(json_object_get(s, "scope"));
+    if (drop_builtin && scope && !strcmp(scope, "builtin")) continue;
+    json_t *no = json_pack("{s:O,s:O,s:O,s:O}", "id", json_object_get(s, "symbol"), "layer", json_object_get(s, "layer"),
+                           "path", json_object_get(s, "path"), "symbol", json_object_get(s, "symbol"));
+    const char *root = json_string_value(json_object_get(s, "root"));
+    if (root && strcmp(root, "repo")) json_object_set_new(no, "root", json_string(root));
+    json_array_append_new(nodes, no);
+  }
+  json_array_foreach(json_object_get(chain, "edges"), i, s) {
+    int keep = 1;
+    for (int end = 0; end < 2 && keep; end++) {
+      const char *id = json_string_value(json_object_get(s, end ? "to" : "from"));
+      keep = 0;
+      json_array_foreach(nodes, k, f)
+        if (!strcmp(json_string_value(json_object_get(f, "id")), id)) keep = 1;
+    }
+    if (keep) json_array_append_new(edges, json_pack("[O,O]", json_object_get(s, "from"), json_object_get(s, "to")));
+  }
+}
+
+/* Where dkb hands a call to a backend: the plugin's chain roots of these layers hang under these nodes. */
+static const struct { const char *layer, *from; } BRIDGES[] = {
+    {"admission", "backends_admit"}, {"plan", "stage_dispatch"}, {"launch", "launch_selected"}};
+
+static void bridge(const json_t *m, json_t *edges) {
+  const json_t *chain = json_object_get(m, "chain");
+  size_t i, k;
+  json_t *n, *e;
+  json_array_foreach(json_object_get(chain, "nodes"), i, n) {
+    const char *sym = json_string_value(json_object_get(n, "symbol")), *layer = json_string_value(json_object_get(n, "layer"));
+    int root = 1;
+    json_array_foreach(json_object_get(chain, "edges"), k, e)
+      if (!strcmp(json_string_value(json_object_get(e, "to")), sym)) root = 0;
+    if (!root) continue;
+    for (size_t b = 0; b < sizeof BRIDGES / sizeof BRIDGES[0]; b++)
+      if (!strcmp(layer, BRIDGES[b].layer)) json_array_append_new(edges, json_pack("[s,s]", BRIDGES[b].from, sym));
+  }
+}
+
+int run_evidence_source(json_t *bundle, const struct backend_info *sel, struct dkb_err *err) {
+  char hex[65];
+  json_t *m = dkb_provenance_load(dkb_source_manifest_json, "source manifest", hex, err);
+  if (!m) return -1;
+  json_t *files = json_array(), *nodes = json_array(), *edges = json_array();
+  const json_t *pm = sel && sel->lib ? sel->lib->manifest : NULL;
+  merge_manifest(m, files, nodes, edges, pm != NULL);
+  if (pm) {
+    merge_manifest(pm, files, nodes, edges, 0);
+    bridge(pm, edges);
+  }
+  json_t *src = json_pack("{s:O,s:O,s:o}", "commit", json_object_get(m, "commit"), "dirty", json_object_get(m, "dirty"),
+                          "files", files);
+  if (pm) {
+    json_t *up = json_object_get(pm, "upstream");
+    json_object_set_new(src, "plugin", json_pack("{s:O,s:O,s:O}", "commit", json_object_get(pm, "commit"), "dirty",
+                                                 json_object_get(pm, "dirty"), "upstream", up ? up : json_null()));
+  }
+  json_object_set_new(bundle, "source", src);
+  json_object_set_new(bundle, "chain", json_pack("{s:o,s:o,s:[s,s,s,s,s,s]}", "nodes", nodes, "edges", edges,
+                                                 "required_layers", "cmd", "plan", "admission", "launch", "producer",
+                                                 "combine"));
+  json_decref(m);
+  return 0;
+}
+
+/* ---- level 3: what is loaded in this process ---------------------------------------------------- */
+
+int run_evidence_loaded(json_t *bundle, const char *dir, const struct dkb_device_info *dev,
+                        const struct backend_info *sel, void *state, struct dkb_err *err) {
+  struct dkb_loadmap lm;
+  memset(&lm, 0, sizeof lm);
+  struct dkb_buf b;
+  dkb_buf_init(&b);
+  json_t *loaded = json_object(), *ref = NULL;
+  char hex[65];
+  int rc = -1;
+  if (dkb_loadmap_capture(&lm, err) || dkb_loadmap_artifact(&lm, &b, hex, err)) goto cleanup;
+  if (bundle_add_artifact(bundle, dir, "loader-map", "json", b.p, b.n, &ref, err)) goto cleanup;
+  json_object_set_new(loaded, "loader_map", ref);
+  json_t *objs = json_array();
+  static const char *const ROLE[] = {"dkb", "cudart", "cupti", "cuda", "nvperf", "nvml", NULL};
+  for (size_t i = 0; i < lm.n; i++) {
+    const char *role = "other";
+    for (int k = 0; ROLE[k]; k++)
+      if (!strcmp(lm.v[i].role, ROLE[k])) role = ROLE[k];
+    if (sel && sel->lib && !strcmp(lm.v[i].path, sel->lib->realpath)) role = "plugin";
+    if (!strcmp(role, "other")) continue;  /* the full list is in the loader map artifact */
+    json_array_append_new(objs, json_pack("{s:s,s:s,s:s,s:I}", "path", lm.v[i].path, "role", role, "sha256",
+                                          lm.v[i].sha256, "bytes", (json_int_t)lm.v[i].size));
+  }
+  json_object_set_new(loaded, "objects", objs);
+  json_t *br = dkb_provenance_load(dkb_build_report_json, "build report", hex, err);
+  if (!br) goto cleanup;
+  rc = bundle_add_json_artifact(bundle, dir, "build-report", br, &ref, err);
+  json_decref(br);
+  if (rc) goto cleanup;
+  rc = -1;
+  json_object_set_new(loaded, "build_report", ref);
+  if (dev->available) {
+    char drv[16], rt[16], cc[16];
+    dkb_device_version_text(dev->driver_version, drv);
+    dkb_device_version_text(dev->runtime_version, rt);
+    snprintf(cc, sizeof cc, "%d.%d", dev->dev.cc_major, dev->dev.cc_minor);
+    json_object_set_new(loaded, "device", json_pack("{s:s,s:s,s:i,s:s,s:s,s:s}", "name", dev->dev.name,
+                                                    "compute_capability", cc, "sm_count", dev->dev.sm_count,
+                                                    "driver_version", drv, "runtime_version", rt, "pci_bus_id",
+                                                    dev->dev.pci_bus_id));
+  }
+  struct dkb_kernel_info kin[DKB_MAX_KERNELS];
+  int nk = sel && dev->available ? builtin_kernel_binaries(sel->t, state, kin, DKB_MAX_KERNELS) : 0;
+  if (nk > 0) {
+    json_t *kb = json_array();
+    for (int i = 0; i < nk; i++)
+      json_array_append_new(kb, json_pack("{s:s,s:i,s:i}", "symbol", kin[i].symbol, "binary_version",
+                                          kin[i].binary_version, "ptx_version", kin[i].ptx_version));
+    json_object_set_new(loaded, "kernel_binaries", kb);
+  }
+  if (sel && sel->lib) {
+    json_t *mref = NULL, *bref = NULL;
+    if (bundle_add_json_artifact(bundle, dir, "plugin-manifest", sel->lib->manifest, &mref, err)) goto cleanup;
+    if (bundle_add_json_artifact(bundle, dir, "plugin-build-report", sel->lib->build_report, &bref, err)) {
+      json_decref(mref);
+      goto cleanup;
+    }
+    json_object_set_new(loaded, "plugin", json_pack("{s:s,s:s,s:I,s:s,s:s,s:i,s:o,s:o}", "path", sel->lib->realpath,
+                                                    "sha256", sel->lib->sha256, "bytes", (json_int_t)sel->lib->bytes,
+                                                    "name", sel->lib->table->name, "version", sel->lib->table->version,
+                                                    "abi_version", (int)sel->lib->table->abi_version, "source_manifest",
+                                                    mref, "build_report", bref));
+  }
+  json_object_set(bundle, "loaded", loaded);
+  rc = 0;
+cleanup:
+  json_decref(loaded);
+  dkb_buf_release(&b);
+  dkb_loadmap_release(&lm);
+  return rc;
+}
