@@ -190,6 +190,8 @@ const struct dkb_backend BACKENDS[] = {{
     sdpa_launch,
     sdpa_release,
     sdpa_last_error,
+    "decode, q_len 1, fp16/bf16; contiguous NHD/HND, ragged NHD, paged NHD/HND with power-of-two pages; "
+    "no mask, causal, or a window without sinks; split auto (one kernel, no split); sm_80+, cuDNN 9.10.2+",
 }};
 
 const struct dkb_plugin PLUGIN = {

@@ -13,7 +13,8 @@ namespace cudnn_plugin {
 /* The kernel family of cuDNN's runtime-compiled SDPA forward (the "fort native SDPA" engine): its
  * kernels are generated at plan time and named cudnn_generated_fort_native_sdpa_sm<ISA>_flash_fprop_...
  * where ISA is the instruction set the engine generated for (sm80 for one-token decode and paged
- * caches even on Hopper, the engine library says; sm90 or sm100 otherwise). */
+ * caches even on Hopper, the engine library says; sm90 or sm100 otherwise). chain.json's binary
+ * producer node carries the same string as its symbol. */
 constexpr const char *KERNEL_PREFIX = "cudnn_generated_fort_native_sdpa_sm";
 
 /* The error slot for state NULL (admit, plan before a state exists), one per thread. */

@@ -23,6 +23,9 @@
 #include <string.h>
 #include <sys/stat.h>
 
+/* The kernel family plan declares (plugin.h) and the binary chain node names. */
+#define KERNEL_PREFIX "cudnn_generated_fort_native_sdpa_sm"
+
 static void *lib;
 static const struct dkb_plugin *plugin;
 static const struct dkb_backend *be;
@@ -69,6 +72,8 @@ static void the_table_has_one_backend_of_abi_1(void **s) {
   assert_non_null(be->launch);
   assert_non_null(be->release);
   assert_non_null(be->last_error);
+  assert_non_null(be->admits);
+  assert_true(strncmp(be->admits, "decode, q_len 1, fp16/bf16; ", 28) == 0);
 }
 
 /* --- admission ------------------------------------------------------------------------------------ */
@@ -387,6 +392,7 @@ static void the_source_manifest_checks_against_record_and_the_library(void **s) 
   json_array_foreach(json_object_get(m, "symbols"), i, sym) {
     int binary = !strcmp(str(sym, "kind"), "binary");
     binary_syms += binary;
+    if (binary) assert_string_equal(str(sym, "symbol"), KERNEL_PREFIX);  /* the plan's kernel prefix */
     assert_int_equal(json_object_get(sym, "span") == NULL, binary); /* a span for source, none for a library */
   }
   assert_int_equal(binary_syms, 1);
@@ -599,6 +605,11 @@ static void run_gpu_case(struct gpu_case *g) {
   void *state = NULL;
   if (be->plan(be, c, &plan, &state)) fail_msg("plan: %s", be->last_error(NULL));
   print_message("  plan %s\n", plan.plan_json);
+  assert_int_equal(plan.splits, 1);
+  assert_int_equal(plan.n_kernels, 1);
+  assert_string_equal(plan.kernels[0].name, KERNEL_PREFIX);
+  assert_int_equal(plan.kernels[0].match, DKB_MATCH_PREFIX);
+  assert_int_equal(plan.lse_base, DKB_LSE_NATURAL);
   void *ws[DKB_MAX_WORKSPACES] = {0};
   for (int i = 0; i < plan.n_workspaces; i++) {
     CU(cudaMalloc(&ws[i], plan.ws[i].bytes ? plan.ws[i].bytes : 1));
