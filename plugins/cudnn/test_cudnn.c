@@ -630,7 +630,7 @@ static void run_gpu_case(struct gpu_case *g) {
     } else {
       cudaGraph_t gr;
       cudaGraphExec_t ex;
-      CU(cudaStreamBeginCapture(st, cudaStreamCaptureModeGlobal));
+      CU(cudaStreamBeginCapture(st, cudaStreamCaptureModeThreadLocal));  /* as dkb's timing captures */
       int rc = be->launch(state, c, ws, st);
       CU(cudaStreamEndCapture(st, &gr));
       if (rc) fail_msg("launch under capture: %s", be->last_error(state));
