@@ -11,12 +11,18 @@ rewritten only when its text changes, so nothing recompiles needlessly).
       article 0x0AH). A missing file or symbol fails the build.
   gen_provenance.py plugin --spec plugins/P/chain.json --deps F.d... --compiler=CC --flags=.. --out F.c
           [--upstream-root DIR --record RECORD --package NAME --package-version V --archive F.whl
-           --archive-sha256 HEX] [--prefix dkb_plugin]
+           --archive-sha256 HEX] [--binary-dir DIR] [--prefix dkb_plugin]
       Both documents of a backend plugin (include/dkb/backend.h): its source manifest (the chain spec's
       repository files, every upstream file the compiler read (the .d files) with its SHA-256 checked
       against the wheel's RECORD, the chain's symbol spans in either) and its build report (compiler,
       flags, the upstream package, version and archive SHA-256). A chain node with "root": "upstream"
       names a path under the upstream root.
+      A chain node with "root": "binary" names a closed-source library by its file name (no folder),
+      looked up in --binary-dir DIR: the layer whose source is not shipped (cuDNN's engines). Its file
+      entry carries the library's SHA-256 and size as found at build time, "root": "binary" and
+      "found_at" (the real path hashed); its symbols entry has "kind": "binary" and no span, and its
+      symbol is not looked for in the file: the node proves which library the build saw, not a line of
+      source (dkb checks its identity against the loader map at level 3).
 
 Each C file defines one `const char NAME[]` holding the document's canonical JSON (keys sorted, no
 spaces: the bytes dkb hashes). Errors: "gen_provenance: error: FILE: /json/pointer: reason", exit 1."""
@@ -280,9 +286,12 @@ def load_spec(path):
         need(isinstance(node, dict) and {"symbol", "layer", "path"} <= set(node) <= {"symbol", "layer", "path", "root", "scope"},
              ptr, "must be an object with symbol, layer, path and optionally root and scope")
         need(node.get("scope", "builtin") == "builtin", f"{ptr}/scope", "must be \"builtin\" (a node of dkb's own backends)")
-        need(node.get("root", "repo") in ("repo", "upstream"), f"{ptr}/root", "must be \"repo\" or \"upstream\"")
+        need(node.get("root", "repo") in ("repo", "upstream", "binary"), f"{ptr}/root",
+             "must be \"repo\", \"upstream\" or \"binary\"")
         for key in ("symbol", "layer", "path"):
             need(isinstance(node[key], str) and node[key], f"{ptr}/{key}", "must be a non-empty string")
+        need(node.get("root") != "binary" or "/" not in node["path"], f"{ptr}/path",
+             "must be a library's file name (a binary node is looked up in --binary-dir)")
         need(re.fullmatch(r"[A-Za-z_]\w*", node["symbol"]), f"{ptr}/symbol", "must be a C identifier")
         need(not os.path.isabs(node["path"]) and ".." not in node["path"].split("/"), f"{ptr}/path",
              "must be a repository-relative path")
@@ -379,9 +388,9 @@ def plugin_manifest(a):
     root = os.path.realpath(a.upstream_root) if a.upstream_root else None
     repo = os.path.realpath(".")
     record = read_record(a.record) if a.record else {}
-    repo_paths, up_paths = [], []
+    repo_paths, up_paths, bin_paths = [], [], []
     for n in spec["nodes"]:
-        (up_paths if n.get("root") == "upstream" else repo_paths).append(n["path"])
+        {"upstream": up_paths, "binary": bin_paths}.get(n.get("root"), repo_paths).append(n["path"])
     repo_paths += spec.get("files", [])
     for d in [dep for f in a.deps for dep in read_deps(f)]:
         r = os.path.realpath(d)
@@ -410,8 +419,12 @@ def plugin_manifest(a):
             raise GenError(f"{a.record}: '{p}' has SHA-256 {h}, RECORD says {record[p][0]}")
         files.append({"path": p, "root": "upstream", "sha256": h, "size": os.path.getsize(full),
                       "record_sha256": record[p][0]})
+    files += binary_files(a, list(dict.fromkeys(bin_paths)))
     symbols = []
     for k, node in enumerate(spec["nodes"]):
+        if node.get("root") == "binary":
+            symbols.append({"symbol": node["symbol"], "path": node["path"], "kind": "binary"})
+            continue
         path = os.path.join(root, node["path"]) if node.get("root") == "upstream" else node["path"]
         with open(path, encoding="utf-8", errors="surrogateescape") as f:
             defs = find_definitions(f.read(), node["symbol"])
@@ -432,6 +445,20 @@ def plugin_manifest(a):
         doc["upstream"] = upstream(a)
         doc["upstream"]["dir"] = os.path.relpath(root, repo)
     return doc
+
+
+def binary_files(a, names):
+    """File entries of the binary nodes' libraries, each hashed where --binary-dir holds it."""
+    files = []
+    for name in names:
+        if not a.binary_dir:
+            raise GenError(f"{a.spec}: binary node '{name}' needs --binary-dir")
+        full = os.path.realpath(os.path.join(a.binary_dir, name))
+        if not os.path.isfile(full):
+            raise GenError(f"{a.spec}: library '{name}' does not exist in {a.binary_dir}")
+        files.append({"path": name, "root": "binary", "sha256": sha256_file(full), "size": os.path.getsize(full),
+                      "found_at": full})
+    return files
 
 
 def upstream(a):
@@ -544,7 +571,8 @@ def main(argv):
     for opt in ("spec", "compiler", "flags", "out"):
         g.add_argument("--" + opt, required=True)
     g.add_argument("--deps", required=True, nargs="+", help="the .d files of every translation unit")
-    for opt in ("upstream-root", "record", "package", "package-version", "archive", "archive-sha256", "prefix"):
+    for opt in ("upstream-root", "record", "package", "package-version", "archive", "archive-sha256", "binary-dir",
+                "prefix"):
         g.add_argument("--" + opt)
     a = p.parse_args(argv)
     try:
