@@ -1,6 +1,9 @@
 # dkb - build, test and run. `make` builds build/dkb; `make test` and `make run` are the README's
 # two commands and install missing Debian packages first (tools/deps.sh).
 
+# `make` builds build/dkb, whatever rules the included plugin fragments bring before `all`.
+.DEFAULT_GOAL := all
+
 CUDA    ?= /usr/local/cuda
 CC      ?= gcc
 NVCC    ?= $(CUDA)/bin/nvcc
@@ -57,11 +60,15 @@ SUBMAKE  = $(MAKE) --no-print-directory $(JOBS)
 # fetched by tools/fetch-wheel.sh (version and archive SHA-256 pinned in its plugin.mk). Neither `make`
 # nor `make run` needs them; `make test` runs their CPU tests when they are built, and says so when not.
 PLUGINS :=
+PLUGIN_CHECKS :=
 PLUGIN_FLAGS := -O3 -std=c++17 -Xcompiler -fPIC,-Wall -shared -cudart shared $(GENCODE) -Iinclude
 -include $(wildcard plugins/*/plugin.mk)
-.PHONY: plugins
+.PHONY: plugins plugin-tests
 plugins: deps
 	@$(if $(PLUGINS),$(SUBMAKE) $(PLUGINS),echo "no plugins under plugins/")
+# Each plugin's CPU tests (PLUGIN_CHECKS: its library through dlopen, its admission, its documents);
+# tests/test_plugins.c runs this from `make test` once `make plugins` has built them.
+plugin-tests: $(PLUGIN_CHECKS)
 
 .PHONY: all deps test run clean
 all: $(BUILD)/dkb

@@ -382,7 +382,7 @@ static void merge_manifest(const json_t *m, json_t *files, json_t *nodes, json_t
 
 /* Where dkb hands a call to a backend: the plugin's chain roots of these layers hang under these nodes. */
 static const struct { const char *layer, *from; } BRIDGES[] = {
-    {"admission", "backends_admit"}, {"plan", "stage_dispatch"}, {"launch", "launch_selected"}};
+    {"admission", "backends_admit"}, {"plan", "stage_dispatch"}, {"setup", "stage_capture"}, {"launch", "launch_selected"}};
 
 static void bridge(const json_t *m, json_t *edges) {
   const json_t *chain = json_object_get(m, "chain");

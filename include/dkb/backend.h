@@ -23,6 +23,9 @@
  *                            every timed sample, the repeat check and the counters pass
  *   release(state)
  *
+ * DKB_BACKEND_ABI_VERSION pins the layout of every struct here: a field added or moved is a new ABI
+ * version, which dkb refuses to load against this one (the size members catch a mismatched build).
+ *
  * Every function returns 0 on success; otherwise it returns DKB_BACKEND_ERROR (or a positive
  * cudaError_t value from a CUDA call) and last_error(state) says why. admit's return value is about
  * the plugin, not the call: a call it refuses is 0 with reasons. A C++ plugin catches every exception
@@ -189,7 +192,8 @@ struct dkb_kernel_decl {
 
 struct dkb_plan {
   uint32_t size;             /* sizeof(struct dkb_plan) of the dkb that passed it */
-  int32_t splits;            /* the most K/V splits of any request (1: no split, no combine) */
+  int32_t splits;            /* the most K/V splits of any request (1: no request is split; a backend may
+                              * still run a merge kernel, as FlashInfer's graph-mode plan does) */
   int32_t work_items;        /* producer work items (CTAs of one head group), for the record */
   int32_t n_workspaces;
   struct dkb_workspace ws[DKB_MAX_WORKSPACES];

@@ -2,14 +2,12 @@
 # (plugins/cudnn/README.md), included by the top Makefile. Built against the C++ headers of the PyPI wheel
 # nvidia-cudnn-frontend (pinned below, fetched by tools/fetch-wheel.sh, never committed) and the cuDNN 9
 # headers and libraries of the CUDA toolkit. `make plugins` builds the library and its CPU test
-# $(BUILD)/plugins/cudnn_test (PLUGIN_TESTS), which runs from the repository root.
+# $(BUILD)/plugins/cudnn_test, which `make cudnn-test` (one of PLUGIN_CHECKS) runs from the repository root.
 #
 # libcudnn is linked with the toolkit's folder as RUNPATH, the folder dkb itself uses for libcudart: a
 # machine with cuDNN there loads that one; LD_LIBRARY_PATH comes first, so on the H200 (no cuDNN in the
 # toolkit, 9.14 in /usr/lib) LD_LIBRARY_PATH=<torch venv>/nvidia/cudnn/lib loads the 9.19 this was built
 # against. The loader map records which one loaded. Never -lcuda: -z defs fails the link if anything needs it.
-
-cudnn_goal := $(.DEFAULT_GOAL)
 
 CUDNN_FE_VERSION := 1.32.0
 CUDNN_FE_SHA256  := 8b354a8e550c083eb247f1eb39a7d69a4a269075f5a01e4fcbd2531680b17239
@@ -37,7 +35,10 @@ CUDNN_LDFLAGS  := -L$(CUDNN_LIB) -lcudnn -Xlinker -rpath,$(CUDNN_LIB) -Xlinker -
                   -Xlinker --version-script=plugins/cudnn/exports.map
 
 PLUGINS += $(CUDNN_SO) $(CUDNN_TEST)
-PLUGIN_TESTS += $(CUDNN_TEST)
+PLUGIN_CHECKS += cudnn-test
+.PHONY: cudnn-test
+cudnn-test: $(CUDNN_SO) $(CUDNN_TEST)
+	$(CUDNN_TEST)
 
 # fetch-wheel.sh does nothing when DEST/.pin already names this pin; touch keeps make from asking again.
 $(CUDNN_FE_DIR)/.pin: plugins/cudnn/plugin.mk tools/fetch-wheel.sh
@@ -74,8 +75,3 @@ $(CUDNN_TEST): plugins/cudnn/test_cudnn.c include/dkb/backend.h plugins/cudnn/pl
 	  -lcmocka -Wl,-Bstatic -ljansson -Wl,-Bdynamic -lcrypto -L$(CUDA)/lib64 -Wl,-rpath,$(CUDA)/lib64 -lcudart -ldl -lm
 
 -include $(CUDNN_OBJ:.o=.d)
-
-# A rule here must not become `make`'s default goal (this file is included before the top Makefile's rules).
-ifeq ($(cudnn_goal),)
-.DEFAULT_GOAL :=
-endif

@@ -31,6 +31,7 @@ FI_LDFLAGS := -shared -cudart shared -Xlinker -rpath,$(CUDA)/lib64 \
               -Xlinker --version-script=plugins/flashinfer/exports.map
 
 PLUGINS += $(FI_LIB)
+PLUGIN_CHECKS += flashinfer-test
 
 # The wheel, fetched and checked on every build (a no-op once its .pin matches).
 .PHONY: flashinfer-upstream

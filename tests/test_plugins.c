@@ -1,0 +1,103 @@
+/* test_plugins.c - the backend ABI from the loading side (include/dkb/backend.h, harness/plugin.c): dkb's
+ * test plugin (tests/plugin/test_plugin.c, one library per broken rule) loads or is refused with the file
+ * and the reason and the exit code the README gives, DKB_PLUGIN_PATH loads like --plugin, `dkb backends`
+ * lists every backend with its identity; and the real plugins' own CPU tests (make plugin-tests) pass once
+ * `make plugins` has built them. */
+#include "tests/util.h"
+
+#include <glob.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#define TP "build/tests/plugins/libtest_"
+
+static void expect_refusal(const char *variant, int rc, const char *msg) {
+  struct run_result r;
+  run_sh(&r, "build/dkb backends --plugin " TP "%s.so", variant);
+  char want[512];
+  snprintf(want, sizeof want, "dkb: error: " TP "%s.so: %s\n", variant, msg);
+  if (r.rc != rc || strcmp(r.err, want)) fail_msg("%s: exit %d (want %d)\n%s\nwant: %s", variant, r.rc, rc, r.err, want);
+  assert_string_equal(r.out, "");
+  run_result_release(&r);
+}
+
+static void a_plugin_that_breaks_the_abi_is_refused_naming_the_file_and_the_reason(void **s) {
+  (void)s;
+  expect_refusal("abi2", 3, "plugin ABI version 2, this dkb speaks 1");
+  expect_refusal("noentry", 3, "not a dkb plugin: no entry point dkb_plugin_entry_v1");
+  expect_refusal("dupname", 3, "backend dkb_split_kv is already registered (by dkb itself)");
+  expect_refusal("missing", 3, "cannot load plugin: no such file");
+  struct run_result r;
+  run_sh(&r, "printf 'not an ELF' > %s/junk.so && build/dkb backends --plugin %s/junk.so", tmp_dir(), tmp_dir());
+  assert_int_equal(r.rc, 3);
+  assert_non_null(strstr(r.err, "junk.so: cannot load plugin: "));
+  run_result_release(&r);
+  /* dkb run refuses before any work: no output folder */
+  run_sh(&r, "build/dkb run fixtures/decode/default.json -o %s/abi2-out --plugin " TP "abi2.so; echo rc=$?; test -e %s/abi2-out && echo made",
+         tmp_dir(), tmp_dir());
+  assert_non_null(strstr(r.out, "rc=3\n"));
+  assert_null(strstr(r.out, "made"));
+  run_result_release(&r);
+}
+
+static void dkb_backends_lists_every_backend_with_its_identity(void **s) {
+  (void)s;
+  struct run_result r, sum;
+  run_sh(&r, "build/dkb backends --json --plugin " TP "ok.so > %s/backends.json && "
+             "/usr/bin/python3 tests/schema_check.py schemas/backends.schema.json %s/backends.json && "
+             "/usr/bin/python3 tests/jsontool.py get %s/backends.json /backends/2/name /backends/2/plugin/sha256 /backends/2/source",
+         tmp_dir(), tmp_dir(), tmp_dir());
+  if (r.rc != 0) fail_msg("exit %d\n%s%s", r.rc, r.out, r.err);
+  run_sh(&sum, "sha256sum " TP "ok.so | cut -d' ' -f1");
+  char want[256];
+  snprintf(want, sizeof want, "test_backend %.64s plugin\n", sum.out);
+  assert_string_equal(r.out, want);
+  run_result_release(&r);
+  run_result_release(&sum);
+  /* the same through DKB_PLUGIN_PATH, colon-separated, with the priority order the listing says */
+  run_sh(&r, "DKB_PLUGIN_PATH=" TP "ok.so: build/dkb backends");
+  assert_int_equal(r.rc, 0);
+  assert_non_null(strstr(r.out, "dkb backends: 3 (priority order decides auto selection)\n"));
+  assert_non_null(strstr(r.out, "  test_backend           priority 70   version 1.0\n"));
+  assert_non_null(strstr(r.out, "source: plugin test 1.0 (ABI 1)\n"));
+  run_result_release(&r);
+  run_sh(&r, "DKB_PLUGIN_PATH=" TP "abi2.so build/dkb backends");
+  assert_int_equal(r.rc, 3);
+  assert_non_null(strstr(r.err, "plugin ABI version 2, this dkb speaks 1 (from DKB_PLUGIN_PATH)\n"));
+  run_result_release(&r);
+}
+
+/* The real plugins (plugins/, FlashInfer and cuDNN) run their CPU tests: loading, admission with reasons,
+ * their source manifests against the wheels' RECORD. They need `make plugins` (CI runs it first). */
+static void the_real_plugins_pass_their_cpu_tests(void **s) {
+  (void)s;
+  glob_t g;
+  int missing = 0;
+  char first[600] = "";
+  if (glob("plugins/*/plugin.mk", 0, NULL, &g) == 0) {
+    for (size_t i = 0; i < g.gl_pathc; i++) {
+      char lib[600], dir[256];
+      snprintf(dir, sizeof dir, "%.*s", (int)(strrchr(g.gl_pathv[i], '/') - g.gl_pathv[i] - 8), g.gl_pathv[i] + 8);
+      snprintf(lib, sizeof lib, "build/plugins/libdkb_%s.so", dir);
+      if (access(lib, R_OK)) {
+        missing++;
+        if (!first[0]) snprintf(first, sizeof first, "%s", lib);
+      }
+    }
+    globfree(&g);
+  }
+  if (missing) {
+    print_message("[  SKIP    ] %d backend plugin(s) not built (%s): run make plugins\n", missing, first);
+    skip();
+  }
+  struct run_result r;
+  run_sh(&r, "make --no-print-directory plugin-tests 2>&1");
+  if (r.rc != 0) fail_msg("make plugin-tests: exit %d\n%s", r.rc, r.out);
+  run_result_release(&r);
+}
+
+DKB_TEST_GROUP(plugins, cmocka_unit_test(a_plugin_that_breaks_the_abi_is_refused_naming_the_file_and_the_reason),
+               cmocka_unit_test(dkb_backends_lists_every_backend_with_its_identity),
+               cmocka_unit_test(the_real_plugins_pass_their_cpu_tests))
