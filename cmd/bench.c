@@ -36,6 +36,7 @@ static void print_row(const struct bench_case *bc, int roofline_measured) {
   char rd[16] = "-", rf[16] = "-";  /* the same-bytes read and the case's fraction of its speed */
   if (bc->read_us > 0) snprintf(rd, sizeof rd, "%.2f", bc->read_us);
   if (isfinite(bc->read_fraction)) snprintf(rf, sizeof rf, "%.3f", bc->read_fraction);
+  if (bc->backend[0]) printf("%-22s ", bc->backend);
   printf("%-34s %-15s %5d %6.0f %4d %7d %10.2f %6s %7.3f %6s %8.3f %6s %7s %8s %6s %5d\n", bc->name, bc->layout, bc->B,
          bc->mean_len, bc->H_q / bc->H_kv, bc->splits, bc->median_us, noise, bc->tbps, frac, bc->visible_tbps, vfrac, excess, rd, rf,
          bc->level);
@@ -65,9 +66,12 @@ static void print_case(void *ctx, const struct bench_matrix *m, const struct ben
   if (rep->read_failed) fprintf(stderr, "dkb: bench: %s: same-bytes read not measured: %s\n", bc->name, bc->read_reason);
   *rc = worse(*rc, ladder_terminal_exit_code(bc->terminal, bc->launch_code));  /* a wrong output or a faulting kernel: 1; a launch the machine failed: 4 */
   if (bc->median_us > 0) print_row(bc, t->roofline_measured);
-  else  /* no figure, not zeros that read as one */
+  else {  /* no figure, not zeros that read as one; a backend that refused the call says why */
+    if (bc->backend[0]) printf("%-22s ", bc->backend);
     printf("%-34s %-15s %5d %6.0f %4d %7d  not measured (level %d, %s)\n", bc->name, bc->layout, bc->B, bc->mean_len,
            bc->H_q / bc->H_kv, bc->splits, bc->level, bc->terminal);
+    if (bc->backend[0] && !bc->selected[0] && bc->why[0]) printf("  refused: %s: %s\n", bc->backend, bc->why);
+  }
   char note[2048];
   if (bench_clock_note(bc, note, sizeof note)) printf("  clocks: %s %s\n", bc->name, note);
   if (bench_l2_served(m, bc) && bench_dram_note(bc, note, sizeof note)) printf("  dram: %s %s\n", bc->name, note);  /* --cold: the timed calls found L2 flushed */
@@ -75,7 +79,7 @@ static void print_case(void *ctx, const struct bench_matrix *m, const struct ben
 }
 
 /* The references bench_prepare measured (or why not), then the table's legend and header. */
-static void print_references(const struct bench_env *env, int roof) {
+static void print_references(const struct bench_env *env, int roof, int side_by_side) {
   const struct bench_roofline *r = &env->roof;
   if (roof && env->dev.available) {
     if (env->roof_failed) fprintf(stderr, "dkb: bench: roofline failed: %s\n", env->roof_err.msg);
@@ -96,8 +100,37 @@ static void print_references(const struct bench_env *env, int roof) {
   printf("excess = median - launch floor - (visible K/V + Q + O bytes) / roofline: the cost beyond an empty launch and the read\n");
   printf("read = %s over a buffer of the case's visible K/V + Q + O bytes, timed as the case: what one launch that only "
          "reads them measures; rfrac = read / median\n", dkb_roofline_symbol);
+  if (side_by_side) printf("%-22s ", "backend");
   printf("%-34s %-15s %5s %6s %4s %7s %10s %6s %7s %6s %8s %6s %7s %8s %6s %5s\n", "case", "layout", "B", "T", "g", "split",
          "median_us", "noise", "TB/s", "frac", "vis_TB/s", "vfrac", "excess", "read_us", "rfrac", "level");
+}
+
+/* Side by side: each entry's backends in one line, their medians and fractions, and the first backend's
+ * median over the fastest other that admitted the call. */
+static void print_side_by_side(const struct bench_matrix *m, int roofline_measured) {
+  const int nb = m->nbackends;
+  if (nb < 2) return;
+  printf("side by side (%s first; ratio = its median / the fastest other backend's that admitted the call):\n", m->backends[0]);
+  printf("  %-34s", "case");
+  for (int k = 0; k < nb; k++) printf(" %22s", m->backends[k]);
+  printf(" %22s %7s\n", "fastest other", "ratio");
+  for (int i = 0; i + nb <= m->n; i += nb) {
+    printf("  %-34s", m->cases[i].name);
+    int fast = -1;
+    for (int k = 0; k < nb; k++) {
+      const struct bench_case *c = &m->cases[i + k];
+      char cell[48];
+      if (c->median_us > 0 && roofline_measured) snprintf(cell, sizeof cell, "%.2f us %.3f", c->median_us, c->frac);
+      else if (c->median_us > 0) snprintf(cell, sizeof cell, "%.2f us", c->median_us);
+      else snprintf(cell, sizeof cell, "%s", c->ran && !c->selected[0] ? "refused" : "not measured");
+      printf(" %22s", cell);
+      if (k && c->median_us > 0 && c->level == 6 && (fast < 0 || c->median_us < m->cases[fast].median_us)) fast = i + k;
+    }
+    const struct bench_case *a = &m->cases[i];
+    if (fast >= 0 && a->median_us > 0 && a->level == 6)
+      printf(" %22s %7.3f\n", m->cases[fast].backend, a->median_us / m->cases[fast].median_us);
+    else printf(" %22s %7s\n", fast >= 0 ? m->cases[fast].backend : "-", "-");
+  }
 }
 
 /* What the cases' tally says about clocks and counters, then each auto case against its best forced split. */
@@ -133,7 +166,7 @@ static void print_targets(const struct bench_matrix *m, const char *matrix, cons
   const struct bench_verdict *v = o->v;
   *missed = *unmeasured = 0;
   for (int i = 0; i < o->nv; i++) {
-    if (!i) printf("targets (%s):\n", matrix);
+    if (!i) printf("targets (%s):\n", matrix ? matrix : m->name);
     const char *got = "";
     char gb[48];
     if (v[i].state != BENCH_NOT_MEASURED) {
@@ -160,16 +193,19 @@ static void print_targets(const struct bench_matrix *m, const char *matrix, cons
   if (o->nv) printf("targets: %d met, %d missed, %d not measured\n", o->nv - *missed - *unmeasured, *missed, *unmeasured);
 }
 
-/* usage: dkb bench [FIXTURE... | --matrix FILE] [-o DIR] [--graph] [--cold] [--max-time S] [--no-roofline]
- *                  [--counters] [--require-targets] */
+/* usage: dkb bench [FIXTURE... | --matrix FILE] [-o DIR] [--backend A,B,...] [--plugin PATH]... [--graph] [--cold]
+ *                  [--max-time S] [--no-roofline] [--counters] [--require-targets] */
 int cmd_bench(int argc, char **argv) {
-  enum { O_MATRIX = 256, O_GRAPH, O_COLD, O_TIME, O_NOROOF, O_REQ, O_COUNTERS };
+  enum { O_MATRIX = 256, O_GRAPH, O_COLD, O_TIME, O_NOROOF, O_REQ, O_COUNTERS, O_BACKEND, O_PLUGIN };
   static const struct option opts[] = {{"matrix", required_argument, NULL, O_MATRIX}, {"output", required_argument, NULL, 'o'},
                                        {"graph", no_argument, NULL, O_GRAPH}, {"cold", no_argument, NULL, O_COLD},
                                        {"max-time", required_argument, NULL, O_TIME}, {"no-roofline", no_argument, NULL, O_NOROOF},
                                        {"require-targets", no_argument, NULL, O_REQ}, {"counters", no_argument, NULL, O_COUNTERS},
-                                       {NULL, 0, NULL, 0}};
-  const char *matrix = NULL, *out = "bench-out";
+                                       {"backend", required_argument, NULL, O_BACKEND},
+                                       {"plugin", required_argument, NULL, O_PLUGIN}, {NULL, 0, NULL, 0}};
+  const char *matrix = NULL, *out = "bench-out", *backends = NULL;
+  const char *plugins[BACKENDS_MAX_PLUGINS];
+  size_t nplugins = 0;
   int graph = 0, cold = 0, roof = 1, require = 0, counters = 0, c;
   double max_time = 2.0;
   while ((c = getopt_long(argc, argv, ":o:", opts, NULL)) != -1) {
@@ -181,6 +217,11 @@ int cmd_bench(int argc, char **argv) {
     case O_NOROOF: roof = 0; break;
     case O_REQ: require = 1; break;
     case O_COUNTERS: counters = 1; break;
+    case O_BACKEND: backends = optarg; break;
+    case O_PLUGIN:
+      if (nplugins == BACKENDS_MAX_PLUGINS) return cmd_usage_error("bench", "at most %d --plugin options", BACKENDS_MAX_PLUGINS);
+      plugins[nplugins++] = optarg;
+      break;
     case O_TIME: {
       char *end;
       max_time = strtod(optarg, &end);
@@ -199,27 +240,54 @@ int cmd_bench(int argc, char **argv) {
   struct bench_matrix m;
   if (matrix ? bench_matrix_load(matrix, &m, &err) : bench_matrix_from_fixtures(argv + optind, argc - optind, &m, &err))
     return cmd_report_err(&err);
-  if (dkb_mkdirs(out, &err)) { bench_matrix_release(&m); return cmd_report_err(&err); }
-  m.cold = cold;
-
+  if (backends && bench_matrix_set_backends(&m, backends, &err)) {
+    bench_matrix_release(&m);
+    return cmd_usage_error("bench", "%s", err.msg);
+  }
   struct backend_set *set = DKB_CALLOC(1, sizeof *set);
-  if (backend_set_open(set, NULL, 0, &err)) {
+  if (backend_set_open(set, plugins, nplugins, &err)) {
     free(set);
     bench_matrix_release(&m);
     return cmd_report_err(&err);
   }
+  for (int k = 0; k < m.nbackends; k++) {  /* a name no loaded backend has is refused before any case runs */
+    struct dkb_buf why;
+    dkb_buf_init(&why);
+    int known = backend_request_known(set, m.backends[k], &why);
+    int bad = known ? DKB_OK : backends ? cmd_usage_error("bench", "--backend %s", why.p) : DKB_INPUT;
+    if (!known && !backends) {
+      dkb_err_set(&err, DKB_INPUT, matrix, "/backends", "%s", why.p);
+      cmd_report_err(&err);
+    }
+    dkb_buf_release(&why);
+    if (bad) {
+      backend_set_close(set);
+      free(set);
+      bench_matrix_release(&m);
+      return bad;
+    }
+  }
+  if (dkb_mkdirs(out, &err)) {
+    backend_set_close(set);
+    free(set);
+    bench_matrix_release(&m);
+    return cmd_report_err(&err);
+  }
+  m.cold = cold;
+
   const struct bench_opts o = {.out_dir = out, .graph = graph, .cold = cold, .roofline = roof, .counters = counters,
                                .max_time_s = max_time, .argc = argc, .argv = argv, .backends = set};
   struct bench_env env;
   bench_prepare(&o, m.roofline_bytes, &env);
   if (!env.dev.available)
     fprintf(stderr, "dkb: bench: no GPU (%s); every case stops at the level the host proves\n", env.dev.reason);
-  print_references(&env, roof);
+  print_references(&env, roof, m.nbackends > 0);
   struct table tab = {DKB_OK, env.roof.measured};
   struct bench_outcome res;
   bench_execute(&m, &o, &env, print_case, &tab, &res);
   int rc = tab.rc, missed, unmeasured;
   print_summary(&m, &res.tally, counters, cold);
+  print_side_by_side(&m, env.roof.measured);
   print_targets(&m, matrix, &res, &missed, &unmeasured);
   const int nv = res.nv;
   if (bench_write(out, &m, &env.roof, res.v, nv, &env.dev, argc, argv, &err)) rc = cmd_report_err(&err);

@@ -18,7 +18,8 @@ static int parse_pct(const char *opt, const char *v, double lo, double *out) {
 }
 
 static void describe(const char *role, const struct bench_run *r) {
-  printf("%-5s %s: commit %.12s, %s, roofline ", role, r->path, r->commit, r->created);
+  printf("%-5s %s%s%s: commit %.12s, %s, roofline ", role, r->path, r->backend ? ", backend " : "", r->backend ? r->backend : "",
+         r->commit, r->created);
   if (r->roofline_measured) printf("%.3f TB/s", r->roofline_tbps);
   else printf("not measured");
   if (r->uuid) printf(", %s (%s)\n", r->device, r->uuid);
@@ -29,9 +30,9 @@ static json_t *num_or_null(double x) { return isfinite(x) ? json_real(x) : json_
 static json_t *str_or_null(const char *s) { return s ? json_string(s) : json_null(); }
 
 static json_t *run_json(const struct bench_run *r) {
-  return json_pack("{s:s,s:s,s:s,s:o,s:o,s:o}", "path", r->path, "commit", r->commit, "created", r->created, "roofline_tbps",
-                   r->roofline_measured ? json_real(r->roofline_tbps) : json_null(), "device", str_or_null(r->device), "uuid",
-                   str_or_null(r->uuid));
+  return json_pack("{s:s,s:s,s:s,s:o,s:o,s:o,s:o}", "path", r->path, "commit", r->commit, "created", r->created,
+                   "roofline_tbps", r->roofline_measured ? json_real(r->roofline_tbps) : json_null(), "device",
+                   str_or_null(r->device), "uuid", str_or_null(r->uuid), "backend", str_or_null(r->backend));
 }
 
 /* A side's clocks.slowed: null when it has no such case or recorded no clocks for it. */
@@ -111,24 +112,31 @@ static void print_table(const struct bench_run *a, const struct bench_run *b, co
   fflush(stdout);
 }
 
-/* usage: dkb compare BASE_BENCH_JSON NEW_BENCH_JSON [--noise PCT] [--min-noise PCT] [--json] */
+/* usage: dkb compare BASE_BENCH_JSON NEW_BENCH_JSON [--noise PCT] [--min-noise PCT] [--base-backend A]
+ *                    [--new-backend B] [--json] */
 int cmd_compare(int argc, char **argv) {
   static const struct option opts[] = {{"noise", required_argument, NULL, 'n'}, {"min-noise", required_argument, NULL, 'm'},
-                                       {"json", no_argument, NULL, 'j'}, {NULL, 0, NULL, 0}};
-  struct bench_diff_opts o = {0.5, 0};
+                                       {"json", no_argument, NULL, 'j'}, {"base-backend", required_argument, NULL, 'a'},
+                                       {"new-backend", required_argument, NULL, 'b'}, {NULL, 0, NULL, 0}};
+  struct bench_diff_opts o = {0.5, 0, 0};
+  const char *base_backend = NULL, *new_backend = NULL;
   int c, as_json = 0;
   while ((c = cmd_getopt(argc, argv, opts, "compare")) != -1) {
     if (c == '?') return DKB_USAGE;
     if (c == 'j') as_json = 1;
     if (c == 'n' && parse_pct("--noise", cmd_optarg, 0.001, &o.noise_pct)) return DKB_USAGE;
     if (c == 'm' && parse_pct("--min-noise", cmd_optarg, 0, &o.min_noise_pct)) return DKB_USAGE;
+    if (c == 'a') base_backend = cmd_optarg;
+    if (c == 'b') new_backend = cmd_optarg;
   }
+  /* two backends of one run (or of two): the same fixture and split is the same call */
+  o.across_backends = base_backend && new_backend && strcmp(base_backend, new_backend);
   if (argc - cmd_optind != 2) return cmd_usage_error("compare", "give two bench.json files: the base run, then the new one");
   struct dkb_err err;
   dkb_err_clear(&err);
   struct bench_run a, b;
-  if (bench_run_load(argv[cmd_optind], &a, &err)) return cmd_report_err(&err);
-  if (bench_run_load(argv[cmd_optind + 1], &b, &err)) {
+  if (bench_run_load_backend(argv[cmd_optind], base_backend, &a, &err)) return cmd_report_err(&err);
+  if (bench_run_load_backend(argv[cmd_optind + 1], new_backend, &b, &err)) {
     bench_run_release(&a);
     return cmd_report_err(&err);
   }

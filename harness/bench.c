@@ -58,6 +58,7 @@ static void push(struct bench_matrix *m, const char *fixture, int splits) {
   snprintf(bc->fixture, sizeof bc->fixture, "%s", fixture);
   bc->forced_splits = splits;
   bc->within_ref = -1;
+  bc->peer_of = -1;
   bc->excess_us = bc->read_fraction = NAN;  /* until a median and a roofline (a read) give one */
 }
 
@@ -72,6 +73,67 @@ static int auto_case(const struct bench_matrix *m, const char *fixture) {
   for (int i = 0; i < m->n; i++)
     if (!m->cases[i].forced_splits && !strcmp(m->cases[i].fixture, fixture)) return i;
   return -1;
+}
+
+/* A backend name as a table has it (harness/plugin.c): [a-z0-9_]{1,47}. */
+static int backend_name_ok(const char *s) {
+  size_t n = strlen(s);
+  if (!n || n >= BENCH_BACKEND_MAX) return 0;
+  for (size_t i = 0; i < n; i++)
+    if (!((s[i] >= 'a' && s[i] <= 'z') || (s[i] >= '0' && s[i] <= '9') || s[i] == '_')) return 0;
+  return 1;
+}
+
+/* Each entry's cases once per backend of m->backends, consecutive: case i's copy for backend k is
+ * i * nb + k; targets (and their references) stay with the first backend's copies. */
+static void expand(struct bench_matrix *m) {
+  const int nb = m->nbackends;
+  if (nb < 1) return;
+  struct bench_case *v = DKB_CALLOC((size_t)m->n * (size_t)nb, sizeof *v);
+  for (int i = 0; i < m->n; i++)
+    for (int k = 0; k < nb; k++) {
+      struct bench_case *c = &v[i * nb + k];
+      *c = m->cases[i];
+      snprintf(c->backend, sizeof c->backend, "%s", m->backends[k]);
+      c->peer_of = k ? i * nb : -1;
+      if (k) {
+        c->want_frac = c->want_visible_frac = 0;
+        c->within_ref = -1;
+      } else if (c->within_ref >= 0) {
+        c->within_ref *= nb;
+      }
+    }
+  free(m->cases);
+  m->cases = v;
+  m->n *= nb;
+}
+
+int bench_matrix_set_backends(struct bench_matrix *m, const char *list, struct dkb_err *err) {
+  if (m->nbackends) {  /* undo an earlier expansion: keep each entry's first copy */
+    const int nb = m->nbackends;
+    for (int i = 0; i < m->n / nb; i++) {
+      m->cases[i] = m->cases[i * nb];
+      m->cases[i].backend[0] = '\0';
+      m->cases[i].peer_of = -1;
+      if (m->cases[i].within_ref >= 0) m->cases[i].within_ref /= nb;
+    }
+    m->n /= nb;
+    m->nbackends = 0;
+  }
+  char buf[BENCH_MAX_BACKENDS * BENCH_BACKEND_MAX + 64], *save = NULL;
+  if (snprintf(buf, sizeof buf, "%s", list) >= (int)sizeof buf)
+    return dkb_err_set(err, DKB_USAGE, NULL, NULL, "--backend: at most %d backends", BENCH_MAX_BACKENDS);
+  for (char *t = strtok_r(buf, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
+    if (!backend_name_ok(t)) return dkb_err_set(err, DKB_USAGE, NULL, NULL, "--backend: '%s' is not a backend name", t);
+    if (m->nbackends == BENCH_MAX_BACKENDS)
+      return dkb_err_set(err, DKB_USAGE, NULL, NULL, "--backend: at most %d backends", BENCH_MAX_BACKENDS);
+    for (int k = 0; k < m->nbackends; k++)
+      if (!strcmp(m->backends[k], t)) return dkb_err_set(err, DKB_USAGE, NULL, NULL, "--backend: '%s' is named twice", t);
+    snprintf(m->backends[m->nbackends++], BENCH_BACKEND_MAX, "%s", t);
+  }
+  if (!m->nbackends) return dkb_err_set(err, DKB_USAGE, NULL, NULL, "--backend: no backend named");
+  expand(m);
+  return 0;
 }
 
 /* "target": {"roofline_fraction": F, "visible_roofline_fraction": F, "within_pct_of": {"fixture", "pct"}} of
@@ -125,7 +187,7 @@ int bench_matrix_load(const char *path, struct bench_matrix *m, struct dkb_err *
   if (!doc) return -1;
   struct jr r = {.file = path, .err = err, .code = DKB_INPUT};
   static const char *const req[] = {"schema", "name", "cases", NULL},
-                           *const opt[] = {"description", "roofline_bytes", "auto_within_pct", NULL};
+                           *const opt[] = {"description", "roofline_bytes", "auto_within_pct", "backends", NULL};
   const char *schema = NULL, *name = NULL;
   long long rb = 4LL << 30;
   char dir[4096];
@@ -178,6 +240,25 @@ int bench_matrix_load(const char *path, struct bench_matrix *m, struct dkb_err *
   }
   for (int i = 0; i < m->n; i++)
     if (describe(&m->cases[i], err)) goto fail;
+  const json_t *bs = json_object_get(doc, "backends");
+  if (bs) {
+    if (!json_is_array(bs) || !json_array_size(bs) || json_array_size(bs) > BENCH_MAX_BACKENDS) {
+      jr_fail(&r, "/backends", NULL, "must be an array of 1 to %d backend names", BENCH_MAX_BACKENDS);
+      goto fail;
+    }
+    char list[BENCH_MAX_BACKENDS * BENCH_BACKEND_MAX + 8] = "";
+    for (size_t k = 0; k < json_array_size(bs); k++) {
+      const char *b = json_string_value(json_array_get(bs, k));
+      char q[DKB_PTR_MAX];
+      jr_ptr_idx(q, "/backends", k);
+      if (!b || !backend_name_ok(b)) { jr_fail(&r, q, NULL, "must be a backend name of [a-z0-9_], at most 47 characters"); goto fail; }
+      for (size_t j = 0; j < k; j++)
+        if (!strcmp(b, json_string_value(json_array_get(bs, j)))) { jr_fail(&r, q, NULL, "names '%s' twice", b); goto fail; }
+      if (k) strcat(list, ",");
+      strcat(list, b);
+    }
+    if (bench_matrix_set_backends(m, list, err)) goto fail;
+  }
   json_decref(doc);
   return 0;
 fail:
@@ -283,6 +364,7 @@ static void verdict(struct bench_verdict *v, int i, int is_pct, double want, dou
                     ...) {
   memset(v, 0, sizeof *v);
   v->case_index = i;
+  v->peer_index = -1;
   v->is_pct = is_pct;
   v->want = want;
   v->got = measured ? got : NAN;
@@ -319,7 +401,7 @@ int bench_best_forced(const struct bench_matrix *m, int i, int *forced, int *all
   *all_level6 = 1;
   for (int k = 0; k < m->n; k++) {
     const struct bench_case *f = &m->cases[k];
-    if (!f->forced_splits || strcmp(f->fixture, m->cases[i].fixture)) continue;
+    if (!f->forced_splits || strcmp(f->fixture, m->cases[i].fixture) || strcmp(f->backend, m->cases[i].backend)) continue;
     (*forced)++;
     *all_level6 &= measured6(f);
     if (f->ran && f->median_us > 0 && (best < 0 || f->median_us < m->cases[best].median_us)) best = k;
@@ -357,6 +439,17 @@ int bench_judge(const struct bench_matrix *m, const struct bench_roofline *r, st
       const double pct = rok && ok ? 100 * (bc->median_us / ref->median_us - 1) : NAN;
       verdict(&v[n++], i, 1, bc->within_pct, pct, ok && rok, pct <= bc->within_pct, "median within %.0f%% of %s", bc->within_pct, ref->name);
     }
+  }
+  /* side by side: the first backend's case against every other backend that admitted the same call */
+  for (int i = 0; i < m->n && m->nbackends > 1; i++) {
+    const struct bench_case *p = &m->cases[i];
+    if (p->peer_of < 0 || !p->ran || !p->selected[0] || n >= cap) continue;  /* a backend that refused the call is no peer */
+    const int ai = p->peer_of;
+    const struct bench_case *a = &m->cases[ai];
+    const int ok = measured6(a) && measured6(p);
+    const double pct = ok ? 100 * (a->median_us / p->median_us - 1) : NAN;
+    verdict(&v[n], ai, 1, 0, pct, ok, pct <= 0, "median <= %s's", p->backend);
+    v[n++].peer_index = i;
   }
   /* auto versus the fastest forced split count of the same fixture */
   for (int i = 0; i < m->n && m->auto_within_pct > 0 && n < cap; i++) {
@@ -457,6 +550,10 @@ int bench_case_read_bundle(struct bench_case *bc, int timed, struct dkb_err *err
   if (json_is_object(timing) && read_clocks(&r, timing, bc)) goto done;
   if (read_dram(&r, doc, bc)) goto done;
   snprintf(bc->call_key, sizeof bc->call_key, "%s", key);
+  const char *sel = json_string_value(json_object_get(dispatch, "selected"));
+  snprintf(bc->selected, sizeof bc->selected, "%s", sel ? sel : "");
+  const json_t *why = json_object_get(json_array_get(jr_resolve(doc, "/status/reasons"), 0), "detail");
+  snprintf(bc->why, sizeof bc->why, "%s", json_is_string(why) && !timed ? json_string_value(why) : "");
   bc->samples = n;
   bc->rel_stdev = rs;
   rc = 0;
@@ -506,6 +603,9 @@ static json_t *case_json(const struct bench_case *bc, const struct bench_rooflin
                    "visible_roofline_fraction", figure(frac, bc->visible_frac), "splits", bc->splits, "tiles", "SKIP",
                    (json_int_t)bc->tiles[0], "FULL", (json_int_t)bc->tiles[1], "PARTIAL", (json_int_t)bc->tiles[2], "bundle",
                    bc->bundle_dir, "forced_splits", bc->forced_splits ? json_integer(bc->forced_splits) : json_null());
+  json_object_set_new(c, "backend", bc->backend[0] ? json_string(bc->backend) : json_null());
+  json_object_set_new(c, "selected", bc->selected[0] ? json_string(bc->selected) : json_null());
+  if (bc->why[0]) json_object_set_new(c, "why", json_string(bc->why));
   json_object_set_new(c, "rel_stdev", bc->samples ? json_real(bc->rel_stdev) : json_null());  /* null: not timed */
   json_object_set_new(c, "samples", json_integer(bc->samples));
   json_object_set_new(c, "call_key_sha256", bc->call_key[0] ? json_string(bc->call_key) : json_null());
@@ -615,11 +715,21 @@ int bench_write(const char *dir, const struct bench_matrix *m, const struct benc
                                   "the bytes it must read"));
   json_t *targets = json_array();
   for (int i = 0; i < nv; i++)
-    json_array_append_new(targets, json_pack("{s:s,s:s,s:f,s:o,s:s}", "case", m->cases[v[i].case_index].name, "target", v[i].what,
-                                             "want", v[i].want, "got", isfinite(v[i].got) ? json_real(v[i].got) : json_null(),
-                                             "verdict", bench_verdict_name(v[i].state)));
+  {
+    const struct bench_case *tc = &m->cases[v[i].case_index];
+    json_t *t = json_pack("{s:s,s:s,s:f,s:o,s:s}", "case", tc->name, "target", v[i].what, "want", v[i].want, "got",
+                          isfinite(v[i].got) ? json_real(v[i].got) : json_null(), "verdict", bench_verdict_name(v[i].state));
+    if (tc->backend[0]) json_object_set_new(t, "backend", json_string(tc->backend));
+    if (v[i].peer_index >= 0) json_object_set_new(t, "peer", json_string(m->cases[v[i].peer_index].backend));
+    json_array_append_new(targets, t);
+  }
   json_object_set_new(doc, "targets", targets);
   json_object_set_new(doc, "cold", json_boolean(m->cold));  /* whether counters' DRAM ratios bear on the timed calls */
+  if (m->nbackends) {
+    json_t *bs = json_array();
+    for (int k = 0; k < m->nbackends; k++) json_array_append_new(bs, json_string(m->backends[k]));
+    json_object_set_new(doc, "backends", bs);
+  }
   if (dev) json_object_set_new(doc, "device", dkb_device_json(dev));
   const struct bench_floor *fp = &r->floor[0], *fg = &r->floor[1];
   json_object_set_new(doc, "launch_floor",
@@ -635,7 +745,7 @@ int bench_write(const char *dir, const struct bench_matrix *m, const struct benc
   dkb_buf_addc(&b, '\n');
   if (dkb_path_join(path, sizeof path, dir, "bench.json") || dkb_write_atomic(path, b.p, b.n, err)) goto cleanup;
   dkb_buf_release(&b);
-  dkb_buf_adds(&b, "name,layout,B,S_q,H_q,H_kv,d,dtype,mean_kv_len,splits,median_us,io_bytes,tbps,roofline_fraction,visible_tbps,visible_roofline_fraction,tiles_skip,tiles_full,tiles_partial,level,rel_stdev,samples,graph,excess_us,sm_mhz_after,slowed,read_us,read_fraction\n");
+  dkb_buf_adds(&b, "name,layout,B,S_q,H_q,H_kv,d,dtype,mean_kv_len,splits,median_us,io_bytes,tbps,roofline_fraction,visible_tbps,visible_roofline_fraction,tiles_skip,tiles_full,tiles_partial,level,rel_stdev,samples,graph,excess_us,sm_mhz_after,slowed,read_us,read_fraction,backend,selected\n");
   for (int i = 0; i < m->n; i++) {
     const struct bench_case *bc = &m->cases[i];
     char rs[32] = "";  /* empty when not timed */
@@ -660,10 +770,10 @@ int bench_write(const char *dir, const struct bench_matrix *m, const struct benc
       if (bc->sm_mhz[1] >= 0) snprintf(mhz, sizeof mhz, "%d", bc->sm_mhz[1]);
       snprintf(slow, sizeof slow, "%d", dkb_nvml_reasons_slow(bc->clock_reasons));
     }
-    dkb_buf_addf(&b, "%s,%s,%d,%d,%d,%d,%d,%s,%.1f,%d,%s,%.0f,%s,%s,%s,%s,%lld,%lld,%lld,%d,%s,%lld,%d,%s,%s,%s,%s,%s\n", bc->name,
-                 bc->layout, bc->B, bc->C, bc->H_q, bc->H_kv, bc->d, bc->dtype, bc->mean_len, bc->splits, med, bc->io_bytes,
-                 tb, fr, vtb, vfr, bc->tiles[0], bc->tiles[1], bc->tiles[2], bc->level, rs,
-                 bc->samples, bc->graph, ex, mhz, slow, rd, rf);
+    dkb_buf_addf(&b, "%s,%s,%d,%d,%d,%d,%d,%s,%.1f,%d,%s,%.0f,%s,%s,%s,%s,%lld,%lld,%lld,%d,%s,%lld,%d,%s,%s,%s,%s,%s,%s,%s\n",
+                 bc->name, bc->layout, bc->B, bc->C, bc->H_q, bc->H_kv, bc->d, bc->dtype, bc->mean_len, bc->splits, med,
+                 bc->io_bytes, tb, fr, vtb, vfr, bc->tiles[0], bc->tiles[1], bc->tiles[2], bc->level, rs, bc->samples, bc->graph,
+                 ex, mhz, slow, rd, rf, bc->backend, bc->selected);
   }
   if (dkb_path_join(path, sizeof path, dir, "bench.csv") || dkb_write_atomic(path, b.p, b.n, err)) goto cleanup;
   dkb_buf_release(&b);

@@ -11,10 +11,18 @@
 #include "harness/timing.h"
 #include "lib/err.h"
 
+#define BENCH_MAX_BACKENDS 8
+#define BENCH_BACKEND_MAX 48
+
 struct bench_case {
   char name[160];        /* fixture name + split variant */
   char fixture[512];     /* path */
   int forced_splits;     /* 0 = the fixture's own policy; > 0 = fixed S (a different call key) */
+  char backend[BENCH_BACKEND_MAX];  /* the backend the case forces (side by side: --backend / "backends"); "" = the
+                                     * fixture's own request */
+  char selected[BENCH_BACKEND_MAX]; /* the backend that ran it (the bundle's /dispatch/selected); "" when none */
+  char why[384];         /* a case below level 6: its bundle's first status reason (a refused backend's reasons) */
+  int peer_of;           /* side by side: the first backend's case of the same entry and call; -1 for that one */
   char layout[32];
   int B, H_q, H_kv, d, C;
   int graph;             /* timed as CUDA graph replays (the fixture's mode, or --graph) */
@@ -61,6 +69,11 @@ struct bench_case {
 
 struct bench_matrix {
   char name[128];
+  /* Side by side: every entry runs once per backend, forced, on the same inputs (the cases of one entry are
+   * consecutive, in this order); targets judge the first backend's cases, and it is judged against each
+   * other backend that admits the same call ("median <= B's"). 0 backends: each fixture's own request. */
+  int nbackends;
+  char backends[BENCH_MAX_BACKENDS][BENCH_BACKEND_MAX];
   int cold;                   /* the run's timed calls started from a flushed L2 (--cold) */
   long long roofline_bytes;   /* bytes the roofline kernel streams (>= 4 GiB) */
   double auto_within_pct;     /* each auto case within this % of its fixture's best forced split; 0 = none */
@@ -72,6 +85,7 @@ struct bench_matrix {
 enum bench_verdict_state { BENCH_MET, BENCH_MISSED, BENCH_NOT_MEASURED };
 struct bench_verdict {
   int case_index;
+  int peer_index;     /* "median <= B's": the other backend's case it was judged against; else -1 */
   char what[200];     /* "roofline_fraction >= 0.92", "median within 5% of b16-t8192-g4-contig", ... */
   double want, got;   /* got: the fraction, or the % difference; NAN when not measured */
   int is_pct;         /* want and got are % differences of medians, not fractions */
@@ -85,6 +99,10 @@ struct bench_verdict {
 int bench_matrix_load(const char *path, struct bench_matrix *m, struct dkb_err *err);
 /* A matrix of the given fixtures with their own split policies. */
 int bench_matrix_from_fixtures(char **paths, int n, struct bench_matrix *m, struct dkb_err *err);
+/* Runs every entry of m under each of the comma-separated backends of list (replacing the matrix's own
+ * "backends"): names of [a-z0-9_], at most BENCH_MAX_BACKENDS, no repeats. DKB_USAGE with the reason
+ * otherwise. Whether each name is a loaded backend is the caller's to check (backends_check_request). */
+int bench_matrix_set_backends(struct bench_matrix *m, const char *list, struct dkb_err *err);
 void bench_matrix_release(struct bench_matrix *m);
 
 struct bench_roofline {

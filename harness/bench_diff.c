@@ -69,6 +69,9 @@ static int load_case(struct jr *j, const json_t *c, const char *p, const struct 
   else if (fraction_agrees(j, c, p, "roofline_fraction", bc->median_us, r->roofline_tbps) ||
            fraction_agrees(j, c, p, "visible_roofline_fraction", bc->median_us, r->roofline_tbps))
     return -1;
+  bc->fixture = json_string_value(json_object_get(c, "fixture"));
+  const json_t *fs = json_object_get(c, "forced_splits");
+  bc->forced_splits = json_is_integer(fs) ? json_integer_value(fs) : 0;
   bc->slowed = -1;
   const json_t *clk = json_object_get(c, "clocks");
   if (clk && !json_is_null(clk)) {
@@ -81,7 +84,12 @@ static int load_case(struct jr *j, const json_t *c, const char *p, const struct 
 }
 
 int bench_run_load(const char *path, struct bench_run *r, struct dkb_err *err) {
+  return bench_run_load_backend(path, NULL, r, err);
+}
+
+int bench_run_load_backend(const char *path, const char *backend, struct bench_run *r, struct dkb_err *err) {
   memset(r, 0, sizeof *r);
+  size_t *at = NULL;
   struct stat st;  /* a bench output folder stands for its bench.json */
   const int too_long = stat(path, &st) == 0 && S_ISDIR(st.st_mode) ? dkb_path_join(r->path, sizeof r->path, path, "bench.json")
                                                                     : snprintf(r->path, sizeof r->path, "%s", path) >= (int)sizeof r->path;
@@ -103,20 +111,34 @@ int bench_run_load(const char *path, struct bench_run *r, struct dkb_err *err) {
     goto fail;
   const json_t *cases = jr_get(&j, r->doc, "", "cases", 1, JSON_ARRAY);
   if (!cases) goto fail;
-  r->n = (int)json_array_size(cases);
-  r->cases = DKB_CALLOC((size_t)r->n + 1, sizeof *r->cases);
-  for (int i = 0; i < r->n; i++) {
+  r->cases = DKB_CALLOC(json_array_size(cases) + 1, sizeof *r->cases);
+  at = DKB_CALLOC(json_array_size(cases) + 1, sizeof *at);  /* each kept case's index in the file */
+  for (size_t ci = 0; ci < json_array_size(cases); ci++) {
     char p[DKB_PTR_MAX];
-    jr_ptr_idx(p, "/cases", (size_t)i);
-    if (load_case(&j, json_array_get(cases, (size_t)i), p, r, &r->cases[i])) goto fail;
+    jr_ptr_idx(p, "/cases", ci);
+    const json_t *cj = json_array_get(cases, ci);
+    const char *b = json_string_value(json_object_get(cj, "backend"));
+    if (backend && (!b || strcmp(b, backend))) continue;
+    const int i = r->n++;
+    at[i] = ci;
+    if (load_case(&j, cj, p, r, &r->cases[i])) goto fail;
     for (int k = 0; k < i; k++)  /* cases are matched by name */
       if (!strcmp(r->cases[k].name, r->cases[i].name)) {
-        jr_fail(&j, p, "name", "'%s' is also case %d: names must be unique", r->cases[i].name, k);
+        jr_fail(&j, p, "name", "'%s' is also case %zu: names must be unique%s", r->cases[i].name, at[k],
+                b ? " (a side-by-side run: name a backend, --base-backend / --new-backend)" : "");
         goto fail;
       }
   }
+  free(at);
+  at = NULL;
+  r->backend = backend;
+  if (backend && !r->n) {
+    jr_fail(&j, "/cases", NULL, "no case ran under backend '%s'", backend);
+    goto fail;
+  }
   return 0;
 fail:
+  free(at);
   bench_run_release(r);
   return -1;
 }
@@ -141,7 +163,10 @@ static void judge(const struct bench_run_case *a, const struct bench_run_case *b
     d->change = CHANGE_UNMEASURED;
     return;
   }
-  if (a->call_key && b->call_key && strcmp(a->call_key, b->call_key)) {
+  const int other = o->across_backends ? !a->fixture || !b->fixture || strcmp(a->fixture, b->fixture) ||
+                                              a->forced_splits != b->forced_splits
+                                        : a->call_key && b->call_key && strcmp(a->call_key, b->call_key);
+  if (other) {
     d->change = CHANGE_OTHER_CALL;
     return;
   }

@@ -21,6 +21,9 @@ struct bench_run_case {
   double frac;                  /* roofline fraction over the visible bytes (all of them unless masked) */
   const char *call_key;         /* the call-key SHA-256, NULL when the run did not record it */
   int slowed;                   /* its clocks.slowed: 1 or 0; -1 when the run recorded no clocks for it */
+  const char *fixture;          /* the fixture it ran, and its forced split count (0: its own policy): what
+                                 * identifies the call across backends, whose call keys differ in the request */
+  long long forced_splits;
 };
 
 struct bench_run {
@@ -29,6 +32,7 @@ struct bench_run {
   const char *commit, *created;
   const char *device, *uuid;  /* NULL when the run did not record its device, or had none */
   int no_gpu;                 /* the run recorded that it had no GPU */
+  const char *backend;        /* the one backend whose cases were kept (a side-by-side run), NULL for all */
   int roofline_measured;
   double roofline_tbps;
   struct bench_run_case *cases;
@@ -40,6 +44,9 @@ struct bench_run {
  * what its median and bytes give over the run's roofline: a file whose figures disagree is refused, not
  * recomputed, since a gate cannot tell which figure was changed and judges on the median. */
 int bench_run_load(const char *path, struct bench_run *r, struct dkb_err *err);
+/* The same, keeping only the cases run under one backend of a side-by-side run (their "backend"); NULL
+ * keeps every case, whose names must then be unique. */
+int bench_run_load_backend(const char *path, const char *backend, struct bench_run *r, struct dkb_err *err);
 void bench_run_release(struct bench_run *r);
 
 enum bench_change {
@@ -64,6 +71,8 @@ struct bench_delta {
 struct bench_diff_opts {
   double min_noise_pct;  /* floor of the band (default 0.5) */
   double noise_pct;      /* > 0: this band for every case instead of the recorded noise */
+  int across_backends;   /* the two sides are two backends: one call is one fixture and forced split, since the
+                          * call keys differ in their backend request */
 };
 
 /* One delta per case of either run: the base's cases in order, then the new run's unmatched ones.

@@ -29,7 +29,8 @@ def main():
     roof = doc["roofline"]
     if roof["measured"] and not close(roof["tbps"], roof["bytes"] / (roof["median_us"] * 1e-6) / 1e12):
         bad.append("roofline: tbps is not bytes / median")
-    cases = {c["name"]: c for c in doc["cases"]}
+    # side by side, one name is one call under several backends: a case is its name and its backend
+    cases = {(c["name"], c.get("backend")): c for c in doc["cases"]}
 
     def timed(c):
         """A median of a case that ran (older runs recorded 0 for none; these record null)."""
@@ -103,7 +104,7 @@ def main():
                 bad.append(f"{c['name']}: read_us {c['read_us']}, another case of the same bytes and mode {reads[key]}")
 
     for t in doc["targets"]:
-        c = cases.get(t["case"])
+        c = cases.get((t["case"], t.get("backend")))
         if c is None:
             bad.append(f"target on unknown case {t['case']}")
             continue
@@ -113,13 +114,22 @@ def main():
             got, met = c[m.group(1)], c[m.group(1)] >= t["want"]
             # --counters: K/V partly served by L2 across calls is not a DRAM figure (unless the timing flushed L2)
             ok = ok and (doc.get("cold", False) or c.get("dram_kv_ratio") is None or c["dram_kv_ratio"] >= 0.95)
+        elif m := re.fullmatch(r"median <= ([a-z0-9_]+)'s", what):
+            peer = cases.get((t["case"], m.group(1)))
+            if peer is None or t.get("peer") != m.group(1) or not peer.get("selected"):
+                bad.append(f"{what}: no case of {t['case']} that {m.group(1)} admitted")
+                continue
+            ok = measured6(c) and measured6(peer)
+            got = 100 * (c["median_us"] / peer["median_us"] - 1) if ok else None
+            met = ok and got <= 0
         elif m := re.fullmatch(r"median within ([0-9.]+)% of (\S+)", what):
-            ref = cases[m.group(2)]
+            ref = cases[(m.group(2), t.get("backend"))]
             ok = measured6(c) and measured6(ref)
             got = 100 * (c["median_us"] / ref["median_us"] - 1) if ok else None
             met = ok and got <= t["want"]
         elif m := re.fullmatch(r"auto within ([0-9.]+)% of the best forced split(?:, (\S+))?", what):
-            forced = [f for f in doc["cases"] if f["forced_splits"] is not None and f["fixture"] == c["fixture"]]
+            forced = [f for f in doc["cases"] if f["forced_splits"] is not None and f["fixture"] == c["fixture"]
+                      and f.get("backend") == c.get("backend")]
             ran = [f for f in forced if timed(f)]
             best = min(ran, key=lambda f: f["median_us"]) if ran else None
             ok = bool(forced) and all(measured6(f) for f in forced) and best is not None and measured6(c)

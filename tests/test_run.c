@@ -382,7 +382,7 @@ static void bench_writes_table_csv_json_and_svg(void **s) {
   if (r.rc) fail_msg("%s%s", r.out, r.err);
   assert_non_null(strstr(r.out, "bandwidth = (unique K/V bytes + Q bytes + O bytes) / median time"));
   assert_non_null(strstr(r.out, "name,layout,B,S_q,H_q,H_kv,d,dtype,mean_kv_len,splits,median_us"));
-  assert_non_null(strstr(r.out, ",tiles_partial,level,rel_stdev,samples,graph,excess_us,sm_mhz_after,slowed,read_us,read_fraction\n"));
+  assert_non_null(strstr(r.out, ",tiles_partial,level,rel_stdev,samples,graph,excess_us,sm_mhz_after,slowed,read_us,read_fraction,backend,selected\n"));
   assert_non_null(strstr(r.out, " median_us  noise    TB/s "));
   assert_non_null(strstr(r.out, "vfrac  excess  read_us  rfrac level\n"));
   run_result_release(&r);
@@ -655,7 +655,7 @@ static void bench_read_fraction_is_the_same_bytes_read_over_the_median(void **s)
   snprintf(dir, sizeof dir, "%s/readfrac", tmp_dir());
   write_checked_bench(dir, c, 3, &r);
   struct run_result rr;
-  run_sh(&rr, "sed -n 2p %s/bench.csv | awk -F, '{print $(NF-1), $NF}'", dir);
+  run_sh(&rr, "sed -n 2p %s/bench.csv | awk -F, '{print $(NF-3), $(NF-2)}'", dir);  /* before backend, selected */
   assert_string_equal(rr.out, "19.230 0.7785\n");
   run_result_release(&rr);
   /* what the independent check refuses: a fraction that is not read / median, two reads of one size and
@@ -724,7 +724,7 @@ static void bench_json_and_csv_carry_a_slowed_cases_clocks(void **s) {
   write_checked_bench(dir, c, 2, &r);
   struct run_result rr;
   run_sh(&rr, "/usr/bin/python3 tests/jsontool.py get --json %s/bench.json /cases/*/clocks && "
-              "sed -n '2,3p' %s/bench.csv | awk -F, '{print $(NF-3) \"|\" $(NF-2)}'",
+              "sed -n '2,3p' %s/bench.csv | awk -F, '{print $(NF-5) \"|\" $(NF-4)}'",
          dir, dir);
   if (rr.rc != 0) fail_msg("exit %d\n%s%s", rr.rc, rr.out, rr.err);
   assert_string_equal(rr.out, "[{\"event_reasons\": [\"sw_power_cap\", \"sw_thermal_slowdown\"], \"slowed\": true, \"sm_mhz_after\": 1755, "
