@@ -1,0 +1,186 @@
+/* ladder_dispatch.c - level 4, dispatch observed (article 0x07, 0x0BE): the readable call key and its
+ * recomputed digest, the candidates' admission results, a selection the policy allows (auto: first
+ * eligible by priority; forced: never a fallback) and the selected plan's state and plan key. */
+#include "evidence/ladder_internal.h"
+
+#include <stdio.h>
+#include <string.h>
+
+#include "lib/cjson.h"
+
+static void check_digest(struct lctx *c, const json_t *d, const json_t *obj, const char *key, const char *missing,
+                         const char *mismatch, const char *what) {
+  char q[DKB_PTR_MAX];
+  jr_ptr_key(q, "/dispatch", key);
+  const char *sha = lad_str(c, d, "/dispatch", key, 0);
+  if (c->bad) return;
+  if (!sha) { lad_finding(c, 4, missing, q, "no canonical digest of the %s", what); return; }
+  if (!obj) return;
+  char hex[65];
+  struct dkb_err e;
+  if (cjson_digest(obj, hex, &e)) { lad_finding(c, 4, mismatch, q, "the %s has no canonical form: %s", what, e.msg); return; }
+  if (strcmp(hex, sha)) lad_finding(c, 4, mismatch, q, "recorded %s, the %s recomputes to %s", sha, what, hex);
+}
+
+static void level4_call_key(struct lctx *c, const json_t *ck) {
+  static const enum ty types[] = {TY_STR, TY_INT, TY_INT, TY_ARR, TY_INT, TY_INT, TY_INT, TY_INT,
+                                  TY_STR, TY_STR, TY_STR, TY_INT, TY_STR, TY_BOOL};
+  for (int i = 0; ladder_call_key_fields[i] && !c->bad; i++) {
+    const char *f = ladder_call_key_fields[i];
+    char q[DKB_PTR_MAX];
+    jr_ptr_key(q, "/dispatch/call_key", f);
+    const json_t *v = json_object_get(ck, f);
+    if (!v) { lad_finding(c, 4, "call_key_field_missing", q, "the call key has no %s", f); continue; }
+    if (!strcmp(f, "page_size") && json_is_null(v)) continue; /* not paged */
+    if (!strcmp(f, "mask") && json_is_object(v)) continue;    /* a mask program */
+    if (!lad_ty_ok(v, types[i])) lad_malformed(c, q, "must be %s (got %s)", lad_ty_name(types[i]), jr_type_name(v));
+  }
+  const json_t *tol = json_object_get(ck, "tolerances");
+  if (tol && !json_is_object(tol))
+    lad_malformed(c, "/dispatch/call_key/tolerances", "must be an object (got %s)", jr_type_name(tol));
+  if (c->bad) return;
+  const json_t *B = json_object_get(ck, "B"), *sk = json_object_get(ck, "S_k_per_request");
+  if (json_is_integer(B) && json_is_array(sk) && (json_int_t)json_array_size(sk) != json_integer_value(B))
+    lad_finding(c, 4, "call_key_inconsistent", "/dispatch/call_key/S_k_per_request", "%zu lengths for B = %lld requests",
+            json_array_size(sk), (long long)json_integer_value(B));
+  const json_t *hq = json_object_get(ck, "H_q"), *hkv = json_object_get(ck, "H_kv");
+  if (json_is_integer(hq) && json_is_integer(hkv) &&
+      (json_integer_value(hkv) < 1 || json_integer_value(hq) % json_integer_value(hkv)))
+    lad_finding(c, 4, "call_key_inconsistent", "/dispatch/call_key/H_kv", "H_q = %lld is not a multiple of H_kv = %lld",
+            (long long)json_integer_value(hq), (long long)json_integer_value(hkv));
+}
+
+void lad_level4_dispatch(struct lctx *c) {
+  static const char *const opt[] = {"call_key", "call_key_sha256", "request", "candidates", "outcome", "selected",
+                                    "split_count", "workspace_bytes", "plan_key", "plan_key_sha256",
+                                    "required_kernels", "diagnostic", "plan", NULL};
+  static const char *const creq[] = {"backend", "priority", "in_domain", "eligible", NULL};
+  static const char *const copt[] = {"reasons", NULL};
+  static const char *const outcomes[] = {"selected", "rejected", "no_eligible", NULL};
+  const json_t *d = lad_get(c, c->b, "", "dispatch", TY_OBJ);
+  if (!d) { lad_finding(c, 4, "dispatch_missing", "/dispatch", "no dispatch record"); return; }
+  if (lad_keys(c, d, "/dispatch", NULL, opt)) return;
+  const json_t *ck = lad_get(c, d, "/dispatch", "call_key", TY_OBJ);
+  c->call_key = ck;
+  if (!ck) lad_finding(c, 4, "call_key_missing", "/dispatch/call_key", "no readable call key");
+  else level4_call_key(c, ck);
+  check_digest(c, d, ck, "call_key_sha256", "call_key_sha256_missing", "call_key_sha256_mismatch", "call key");
+  lad_ref(c, 4, d, "/dispatch", "diagnostic", "diagnostic_missing", "dispatch diagnostic");
+  const char *request = lad_str(c, d, "/dispatch", "request", 1);
+  int oc = lad_enum(c, d, "/dispatch", "outcome", outcomes);
+  const json_t *selv = lad_get(c, d, "/dispatch", "selected", TY_STR_NULL);
+  const char *sel = json_string_value(selv);
+  const json_t *cands = lad_get(c, d, "/dispatch", "candidates", TY_ARR);
+  if (c->bad) return;
+  if (sel && !*sel) { lad_malformed(c, "/dispatch/selected", "must not be empty"); return; }
+  c->outcome = oc >= 0 ? outcomes[oc] : NULL;
+  if (!request) lad_finding(c, 4, "request_missing", "/dispatch/request", "no backend request");
+  if (oc < 0) lad_finding(c, 4, "outcome_missing", "/dispatch/outcome", "no dispatch outcome");
+  size_t nc = cands ? json_array_size(cands) : 0;
+  if (!nc) lad_finding(c, 4, "candidates_missing", "/dispatch/candidates", "no candidate list");
+  long best = -1;            /* first eligible in-domain candidate by priority */
+  long long best_pri = 0;
+  for (size_t i = 0; i < nc && !c->bad; i++) {
+    char cp[DKB_PTR_MAX], q[DKB_PTR_MAX];
+    jr_ptr_idx(cp, "/dispatch/candidates", i);
+    const json_t *cd = json_array_get(cands, i);
+    if (lad_keys(c, cd, cp, creq, copt)) return;
+    const char *name = lad_str(c, cd, cp, "backend", 1);
+    long long pri = 0;
+    lad_int(c, cd, cp, "priority", 0, &pri);
+    int in_domain = json_is_true(lad_get(c, cd, cp, "in_domain", TY_BOOL));
+    int eligible = json_is_true(lad_get(c, cd, cp, "eligible", TY_BOOL));
+    const json_t *reasons = lad_arr_of(c, cd, cp, "reasons", TY_STR);
+    if (c->bad) return;
+    size_t nr = reasons ? json_array_size(reasons) : 0;
+    for (size_t k = 0; k < i; k++)
+      if (!strcmp(name, json_string_value(json_object_get(json_array_get(cands, k), "backend")))) {
+        jr_ptr_key(q, cp, "backend");
+        lad_finding(c, 4, "candidate_duplicate", q, "'%s' is also /dispatch/candidates/%zu", name, k);
+        break;
+      }
+    if (eligible && !in_domain) lad_finding(c, 4, "candidate_reasons_inconsistent", cp, "'%s' is eligible but outside the candidate domain", name);
+    else if (!eligible && !nr) lad_finding(c, 4, "candidate_reasons_inconsistent", cp, "'%s' is ineligible without a reason", name);
+    else if (eligible && nr) lad_finding(c, 4, "candidate_reasons_inconsistent", cp, "'%s' is eligible but lists %zu rejection reason%s", name, nr, nr == 1 ? "" : "s");
+    if (eligible && in_domain && (best < 0 || pri < best_pri)) { best = (long)i; best_pri = pri; }
+  }
+  int forced = request && strcmp(request, "auto");
+  long req_i = -1, sel_i = -1;
+  for (size_t i = 0; i < nc; i++) {
+    const char *name = json_string_value(json_object_get(json_array_get(cands, i), "backend"));
+    if (forced && req_i < 0 && !strcmp(name, request)) req_i = (long)i;
+    if (sel && sel_i < 0 && !strcmp(name, sel)) sel_i = (long)i;
+  }
+  const json_t *rc = req_i >= 0 ? json_array_get(cands, (size_t)req_i) : NULL;
+  int req_eligible = rc && json_is_true(json_object_get(rc, "eligible")) && json_is_true(json_object_get(rc, "in_domain"));
+  if (forced && nc && req_i < 0)
+    lad_finding(c, 4, "forced_request_not_candidate", "/dispatch/request", "forced backend '%s' is not among the candidates", request);
+  if (oc == 0) {
+    if (!sel) lad_finding(c, 4, "selected_missing", "/dispatch/selected", "outcome is selected but no backend is named");
+    else {
+      const json_t *scd = sel_i >= 0 ? json_array_get(cands, (size_t)sel_i) : NULL;
+      if (!scd || !json_is_true(json_object_get(scd, "eligible")) || !json_is_true(json_object_get(scd, "in_domain")))
+        lad_finding(c, 4, "selected_not_eligible", "/dispatch/selected", "'%s' is not an eligible in-domain candidate", sel);
+      else if (forced && strcmp(sel, request))
+        lad_finding(c, 4, "forced_request_fell_back", "/dispatch/selected", "forced '%s' but selected '%s'", request, sel);
+      else if (!forced && request && best >= 0 &&
+               json_integer_value(json_object_get(scd, "priority")) > best_pri)
+        lad_finding(c, 4, "auto_selection_not_first_eligible", "/dispatch/selected",
+                "auto selected '%s' (priority %lld) over eligible '%s' (priority %lld)", sel,
+                (long long)json_integer_value(json_object_get(scd, "priority")),
+                json_string_value(json_object_get(json_array_get(cands, (size_t)best), "backend")), best_pri);
+    }
+  } else if (oc > 0) {
+    if (sel) lad_finding(c, 4, "outcome_contradicts_candidates", "/dispatch/selected", "outcome %s names selected backend '%s'", outcomes[oc], sel);
+    else if (oc == 1 && request && !forced)
+      lad_finding(c, 4, "outcome_contradicts_candidates", "/dispatch/outcome", "rejected is the outcome of a forced request, the request is auto");
+    else if (oc == 1 && req_eligible)
+      lad_finding(c, 4, "outcome_contradicts_candidates", "/dispatch/outcome", "forced '%s' is eligible but the outcome is rejected", request);
+    else if (oc == 2 && forced)
+      lad_finding(c, 4, "outcome_contradicts_candidates", "/dispatch/outcome", "a forced request is selected or rejected, never no_eligible");
+    else if (oc == 2 && best >= 0)
+      lad_finding(c, 4, "outcome_contradicts_candidates", "/dispatch/outcome", "no_eligible but '%s' is eligible",
+              json_string_value(json_object_get(json_array_get(cands, (size_t)best), "backend")));
+  }
+  /* plan state of the selected backend */
+  long long split = 0, ws = 0;
+  int have_split = lad_int(c, d, "/dispatch", "split_count", 1, &split);
+  int have_ws = lad_int(c, d, "/dispatch", "workspace_bytes", 0, &ws);
+  const json_t *pk = lad_get(c, d, "/dispatch", "plan_key", TY_OBJ);
+  const json_t *rk = lad_arr_of(c, d, "/dispatch", "required_kernels", TY_STR);
+  if (c->bad) return;
+  c->split_count = have_split ? split : 0;
+  int selected = oc == 0;
+  if (selected && !have_split) lad_finding(c, 4, "split_count_missing", "/dispatch/split_count", "no split count for the selected plan");
+  if (selected && !have_ws) lad_finding(c, 4, "workspace_bytes_missing", "/dispatch/workspace_bytes", "no workspace size for the selected plan");
+  if (have_split && have_ws && split > 1 && ws == 0)
+    lad_finding(c, 4, "workspace_inconsistent", "/dispatch/workspace_bytes", "%lld splits need partial-state workspace, 0 bytes recorded", split);
+  if (selected && !pk) lad_finding(c, 4, "plan_key_missing", "/dispatch/plan_key", "no readable plan key");
+  if (selected || pk || json_object_get(d, "plan_key_sha256"))
+    check_digest(c, d, pk, "plan_key_sha256", "plan_key_sha256_missing", "plan_key_sha256_mismatch", "plan key");
+  if (pk && ck) {
+    const char *k;
+    json_t *v;
+    json_object_foreach((json_t *)pk, k, v) {
+      const json_t *w = json_object_get(ck, k);
+      if (w && !json_equal(v, w)) {
+        char q[DKB_PTR_MAX];
+        jr_ptr_key(q, "/dispatch/plan_key", k);
+        lad_finding(c, 4, "plan_key_contradicts_call_key", q, "plan key %s differs from /dispatch/call_key/%s", k, k);
+      }
+    }
+  }
+  if (pk) {
+    const char *pb = json_string_value(json_object_get(pk, "backend"));
+    const json_t *ps = json_object_get(pk, "split_count"), *pw = json_object_get(pk, "workspace_bytes");
+    if (pb && sel && strcmp(pb, sel))
+      lad_finding(c, 4, "plan_key_contradicts_dispatch", "/dispatch/plan_key/backend", "plan for '%s', selected '%s'", pb, sel);
+    if (ps && have_split && !(json_is_integer(ps) && json_integer_value(ps) == split))
+      lad_finding(c, 4, "plan_key_contradicts_dispatch", "/dispatch/plan_key/split_count", "plan key split_count differs from /dispatch/split_count %lld", split);
+    if (pw && have_ws && !(json_is_integer(pw) && json_integer_value(pw) == ws))
+      lad_finding(c, 4, "plan_key_contradicts_dispatch", "/dispatch/plan_key/workspace_bytes", "plan key workspace_bytes differs from /dispatch/workspace_bytes %lld", ws);
+  }
+  if (selected && (!rk || !json_array_size(rk)))
+    lad_finding(c, 4, "required_kernels_missing", "/dispatch/required_kernels", "no kernel list for the selected plan");
+}
+

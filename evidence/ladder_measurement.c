@@ -1,0 +1,249 @@
+/* ladder_measurement.c - level 6, measured (article 0x0BG, 0x0BH): correctness against the float64 oracle
+ * under the call key's frozen tolerances, then a timing pass without tracing whose raw samples recompute
+ * its summary (oracles/stats.h) and obey its stop rule, and counters that say what they count. */
+#include "evidence/ladder_internal.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "lib/cjson.h"
+#include "oracles/stats.h"
+
+/* A comparison {n, violations, nan, inf, max_abs, max_rel, max_ratio, worst_index}. */
+static void level6_cmp(struct lctx *c, const json_t *cmp, const char *p, int passed, int is_output) {
+  static const char *const req[] = {"n", "violations", "nan", "inf", "max_abs", "max_rel", NULL};
+  static const char *const opt[] = {"max_ratio", "worst_index", NULL};
+  if (lad_keys(c, cmp, p, req, opt)) return;
+  long long n = 0, viol = 0, nan = 0, inf = 0, w;
+  double x;
+  lad_int(c, cmp, p, "n", 0, &n);
+  lad_int(c, cmp, p, "violations", 0, &viol);
+  lad_int(c, cmp, p, "nan", 0, &nan);
+  lad_int(c, cmp, p, "inf", 0, &inf);
+  lad_num(c, cmp, p, "max_abs", 0, &x);
+  lad_num(c, cmp, p, "max_rel", 0, &x);
+  double ratio = 0;
+  const int has_ratio = json_object_get(cmp, "max_ratio") != NULL;
+  if (has_ratio) lad_num(c, cmp, p, "max_ratio", 0, &ratio);
+  const json_t *wi = json_object_get(cmp, "worst_index");
+  if (wi && !json_is_null(wi)) lad_int(c, cmp, p, "worst_index", 0, &w);
+  if (c->bad) return;
+  char q[DKB_PTR_MAX];
+  if (is_output && n == 0) {
+    jr_ptr_key(q, p, "n");
+    lad_finding(c, 6, "correctness_output_empty", q, "the output comparison compared 0 elements");
+  }
+  if (passed && (viol || nan || inf)) {
+    jr_ptr_key(q, p, viol ? "violations" : nan ? "nan" : "inf");
+    lad_finding(c, 6, "correctness_passed_with_violations", q, "passed is true with %lld violations, %lld NaN, %lld Inf", viol, nan, inf);
+  }
+  if (has_ratio && !viol && ratio > 1) {  /* an element beyond its tolerance is a violation */
+    jr_ptr_key(q, p, "max_ratio");
+    lad_finding(c, 6, "correctness_ratio_beyond_tolerance", q, "max_ratio %g > 1 with 0 violations", ratio);
+  }
+}
+
+static int mutates_cache(const json_t *ck) {
+  const char *phase = json_string_value(json_object_get(ck, "phase"));
+  return phase && (!strcmp(phase, "append") || !strcmp(phase, "prefill") || !strcmp(phase, "mixed"));
+}
+
+static void level6_correctness(struct lctx *c, const json_t *m) {
+  static const char *const opt[] = {"reference", "passed", "atol", "rtol", "output", "lse", "cache", "lse_atol",
+                                    "lse_rtol", "cache_rule", NULL};
+  const char *p = "/measurement/correctness";
+  const json_t *cr = lad_get(c, m, "/measurement", "correctness", TY_OBJ);
+  if (!cr) { lad_finding(c, 6, "correctness_missing", p, "no comparison against the float64 oracle"); return; }
+  if (lad_keys(c, cr, p, NULL, opt)) return;
+  if (!lad_str(c, cr, p, "reference", 0)) lad_finding(c, 6, "correctness_reference_missing", "/measurement/correctness/reference", "no reference named");
+  static const char *const tols[] = {"atol", "rtol"};
+  const json_t *frozen = json_object_get(c->call_key, "tolerances");
+  for (int i = 0; i < 2; i++) {
+    char q[DKB_PTR_MAX];
+    double tol;
+    jr_ptr_key(q, p, tols[i]);
+    if (!lad_num(c, cr, p, tols[i], 0, &tol)) { lad_finding(c, 6, "correctness_tolerance_missing", q, "no %s", tols[i]); continue; }
+    const json_t *f = json_object_get(frozen, tols[i]);
+    if (json_is_object(frozen) && !(json_is_number(f) && json_number_value(f) == tol))
+      lad_finding(c, 6, "correctness_tolerance_not_frozen", q, "%s %g is not the call key's frozen %s", tols[i], tol, tols[i]);
+  }
+  const json_t *passed = lad_get(c, cr, p, "passed", TY_BOOL);
+  if (c->bad) return;
+  if (!passed) lad_finding(c, 6, "correctness_result_missing", "/measurement/correctness/passed", "no pass/fail result");
+  else if (!json_is_true(passed))
+    lad_finding(c, 6, "correctness_failed", "/measurement/correctness/passed", "correctness failed: timing does not count as a measurement");
+  int ok = json_is_true(passed);
+  const json_t *out = lad_get(c, cr, p, "output", TY_OBJ);
+  if (!out) lad_finding(c, 6, "correctness_output_missing", "/measurement/correctness/output", "no output comparison");
+  else level6_cmp(c, out, "/measurement/correctness/output", ok, 1);
+  static const char *const parts[] = {"lse", "cache"};
+  static const char *const missing[] = {"correctness_lse_missing", "correctness_cache_missing"};
+  for (int i = 0; i < 2 && !c->bad; i++) {
+    char q[DKB_PTR_MAX];
+    jr_ptr_key(q, p, parts[i]);
+    const json_t *v = json_object_get(cr, parts[i]);
+    if (!v) lad_finding(c, 6, missing[i], q, "no %s comparison (or \"not_applicable\")", parts[i]);
+    else if (json_is_string(v) && !strcmp(json_string_value(v), "not_applicable")) {
+      if (i == 1 && mutates_cache(c->call_key))
+        lad_finding(c, 6, "correctness_cache_required", q, "phase %s mutates the cache: its state after the call must be compared",
+                json_string_value(json_object_get(c->call_key, "phase")));
+    } else if (json_is_object(v)) level6_cmp(c, v, q, ok, 0);
+    else lad_malformed(c, q, "must be a comparison object or \"not_applicable\" (got %s)", jr_type_name(v));
+  }
+}
+
+static void level6_timing(struct lctx *c, const json_t *m) {
+  static const char *const opt[] = {"tracing", "method", "warmup", "samples_us", "summary", "stop_rule", "l2_flush",
+                                    "clocks_before", "clocks_after", "repeat_check", NULL};
+  static const char *const rep_req[] = {"rule", "after_samples", "output_bitwise_equal", NULL};
+  static const char *const sum_fields[] = {"count", "min", "median", "p95", "max", "mean", "stdev", "rel_stdev", NULL};
+  static const char *const stop_req[] = {"rule", "min_samples", "max_samples", "max_rel_stdev", "met", NULL};
+  const char *p = "/measurement/timing";
+  const json_t *t = lad_get(c, m, "/measurement", "timing", TY_OBJ);
+  if (!t) { lad_finding(c, 6, "timing_missing", p, "no timing pass"); return; }
+  if (lad_keys(c, t, p, NULL, opt)) return;
+  const json_t *tracing = lad_get(c, t, p, "tracing", TY_BOOL);
+  if (!tracing || json_is_true(tracing))
+    lad_finding(c, 6, "timing_under_tracing", "/measurement/timing/tracing",
+            tracing ? "the timing pass ran with tracing enabled" : "the timing pass does not say that tracing was off");
+  if (!lad_str(c, t, p, "method", 0)) lad_finding(c, 6, "timing_method_missing", "/measurement/timing/method", "no timing method");
+  long long warm = 0;
+  if (!lad_int(c, t, p, "warmup", 0, &warm) || warm == 0)
+    lad_finding(c, 6, "timing_warmup_missing", "/measurement/timing/warmup", "no warm-up iterations");
+  lad_get(c, t, p, "l2_flush", TY_BOOL);
+  lad_get(c, t, p, "clocks_before", TY_OBJ);
+  lad_get(c, t, p, "clocks_after", TY_OBJ);
+  /* optional: a timed kernel that keeps state between calls (or merges nondeterministically) measured
+   * something other than the checked call */
+  const char *rp = "/measurement/timing/repeat_check";
+  const json_t *rep = lad_get(c, t, p, "repeat_check", TY_OBJ);
+  if (rep && !lad_keys(c, rep, rp, rep_req, NULL)) {
+    long long after = 0;
+    lad_str(c, rep, rp, "rule", 1);
+    lad_int(c, rep, rp, "after_samples", 0, &after);
+    const json_t *eq = lad_get(c, rep, rp, "output_bitwise_equal", TY_BOOL);
+    if (eq && json_is_false(eq))
+      lad_finding(c, 6, "timing_output_not_reproduced", "/measurement/timing/repeat_check/output_bitwise_equal",
+              "after %lld timed samples, a call on poisoned outputs did not reproduce the checked output", after);
+  }
+  const json_t *samples = lad_arr_of(c, t, p, "samples_us", TY_NUM);
+  if (c->bad) return;
+  size_t n = samples ? json_array_size(samples) : 0;
+  double *s = DKB_MALLOC(n * sizeof *s);
+  size_t nonpos = 0, first_nonpos = 0;
+  for (size_t i = 0; i < n; i++) {
+    s[i] = json_number_value(json_array_get(samples, i));
+    if (!(s[i] > 0) && !nonpos++) first_nonpos = i;
+  }
+  if (!samples) lad_finding(c, 6, "timing_samples_missing", "/measurement/timing/samples_us", "no raw samples: a summary alone is not a measurement");
+  else if (n < 20)
+    lad_finding(c, 6, "timing_too_few_samples", "/measurement/timing/samples_us", "%zu raw sample%s, at least 20 required", n, n == 1 ? "" : "s");
+  if (nonpos) {
+    char q[DKB_PTR_MAX];
+    jr_ptr_idx(q, "/measurement/timing/samples_us", first_nonpos);
+    lad_finding(c, 6, "timing_sample_not_positive", q, "%zu sample%s <= 0 (first: %g)", nonpos, nonpos == 1 ? "" : "s", s[first_nonpos]);
+  }
+  struct dkb_stats st;
+  dkb_stats_compute(s, n, &st);
+  free(s);
+  const json_t *sum = lad_get(c, t, p, "summary", TY_OBJ);
+  if (!sum) lad_finding(c, 6, "timing_summary_missing", "/measurement/timing/summary", "no summary of the raw samples");
+  else if (!lad_keys(c, sum, "/measurement/timing/summary", sum_fields, NULL) && samples) {
+    const double want[] = {(double)st.count, st.min, st.median, st.p95, st.max, st.mean, st.stdev, st.rel_stdev};
+    for (int i = 0; sum_fields[i] && !c->bad; i++) {
+      char q[DKB_PTR_MAX];
+      jr_ptr_key(q, "/measurement/timing/summary", sum_fields[i]);
+      double got;
+      if (i == 0) { long long cnt = 0; if (lad_int(c, sum, "/measurement/timing/summary", "count", 0, &cnt)) got = (double)cnt; else break; }
+      else if (!lad_num(c, sum, "/measurement/timing/summary", sum_fields[i], -INFINITY, &got)) break;
+      /* the writer uses the same function and round-trip floats: only last-bit differences from other
+       * summation orders are tolerated */
+      if (!(fabs(got - want[i]) <= 1e-9 * fmax(fabs(got), fabs(want[i])) + 1e-12)) {
+        char g[32], w[32];
+        cjson_format_double(got, g);
+        cjson_format_double(want[i], w);
+        lad_finding(c, 6, "timing_summary_mismatch", q, "%s is %s, the raw samples give %s", sum_fields[i], g, w);
+      }
+    }
+  }
+  const json_t *stop = lad_get(c, t, p, "stop_rule", TY_OBJ);
+  if (!stop) { lad_finding(c, 6, "timing_stop_rule_missing", "/measurement/timing/stop_rule", "no stop rule"); return; }
+  static const char *const stop_opt[] = {"stopped_by", "min_time_s", "max_time_s", "elapsed_s", NULL};
+  if (lad_keys(c, stop, "/measurement/timing/stop_rule", stop_req, stop_opt)) return;
+  const char *sp = "/measurement/timing/stop_rule";
+  long long lo = 0, hi = 0;
+  double target = -1;
+  lad_str(c, stop, sp, "rule", 1);
+  lad_int(c, stop, sp, "min_samples", 1, &lo);
+  lad_int(c, stop, sp, "max_samples", 1, &hi);
+  const json_t *tv = json_object_get(stop, "max_rel_stdev");
+  if (!json_is_null(tv)) lad_num(c, stop, sp, "max_rel_stdev", 0, &target);
+  int met = json_is_true(lad_get(c, stop, sp, "met", TY_BOOL));
+  if (c->bad || !samples) return;
+  if ((long long)n < lo || (long long)n > hi)
+    lad_finding(c, 6, "timing_stop_rule_violated", "/measurement/timing/stop_rule", "%zu samples outside [min_samples %lld, max_samples %lld]", n, lo, hi);
+  else if (met && target >= 0 && st.rel_stdev > target)
+    lad_finding(c, 6, "timing_stop_rule_violated", "/measurement/timing/stop_rule/met", "met is true but rel_stdev %g > max_rel_stdev %g", st.rel_stdev, target);
+  else if (json_object_get(stop, "stopped_by")) {
+    /* the writer says why it stopped: check that reason against the raw samples and its limits */
+    const char *by = lad_str(c, stop, sp, "stopped_by", 1);
+    double min_t = 0, max_t = INFINITY, el = 0, sum_s = 0;
+    lad_num(c, stop, sp, "min_time_s", 0, &min_t);
+    lad_num(c, stop, sp, "max_time_s", 0, &max_t);
+    lad_num(c, stop, sp, "elapsed_s", 0, &el);
+    for (size_t i = 0; i < n; i++) sum_s += json_number_value(json_array_get(samples, i)) * 1e-6;
+    if (c->bad || !by) return;
+    if (!strcmp(by, "noise_reached")) {
+      if (!met) lad_finding(c, 6, "timing_stop_rule_violated", "/measurement/timing/stop_rule/met", "stopped_by noise_reached but met is false");
+      else if (sum_s < min_t * (1 - 1e-9))
+        lad_finding(c, 6, "timing_stop_rule_violated", "/measurement/timing/stop_rule/min_time_s",
+                "stopped on noise after %.6g s of samples, before min_time_s %g", sum_s, min_t);
+    } else if (!strcmp(by, "noise_stable")) {
+      if (met) lad_finding(c, 6, "timing_stop_rule_violated", "/measurement/timing/stop_rule/met", "stopped_by noise_stable means the target was not met");
+      else if (sum_s < min_t * (1 - 1e-9))
+        lad_finding(c, 6, "timing_stop_rule_violated", "/measurement/timing/stop_rule/min_time_s",
+                "stopped on stable noise after %.6g s of samples, before min_time_s %g", sum_s, min_t);
+    } else if (!strcmp(by, "max_time")) {
+      if (met || !(el >= max_t))
+        lad_finding(c, 6, "timing_stop_rule_violated", "/measurement/timing/stop_rule/elapsed_s",
+                "stopped_by max_time after %.6g s, max_time_s is %g", el, max_t);
+    } else if (!strcmp(by, "max_samples")) {
+      if ((long long)n != hi)
+        lad_finding(c, 6, "timing_stop_rule_violated", "/measurement/timing/stop_rule/max_samples", "stopped_by max_samples at %zu of %lld", n, hi);
+    } else {
+      lad_finding(c, 6, "timing_stop_rule_violated", "/measurement/timing/stop_rule/stopped_by", "unknown stop reason '%s'", by);
+    }
+  } else if (!met && (long long)n != hi)
+    lad_finding(c, 6, "timing_stop_rule_violated", "/measurement/timing/stop_rule/met", "met is false but sampling stopped at %zu before max_samples %lld", n, hi);
+}
+
+void lad_level6_measurement(struct lctx *c) {
+  static const char *const opt[] = {"correctness", "timing", "counters", "counters_pass", NULL};
+  static const char *const creq[] = {"name", "value", NULL};
+  static const char *const copt[] = {"unit", "numerator", "denominator", "scope", "replay", NULL};
+  static const char *const defs[] = {"unit", "numerator", "denominator", "scope", NULL};
+  const json_t *m = lad_get(c, c->b, "", "measurement", TY_OBJ);
+  if (!m) { lad_finding(c, 6, "measurement_missing", "/measurement", "no correctness and timing"); return; }
+  if (lad_keys(c, m, "/measurement", NULL, opt)) return;
+  level6_correctness(c, m);
+  level6_timing(c, m);
+  const json_t *cs = lad_get(c, m, "/measurement", "counters", TY_ARR);
+  for (size_t i = 0; cs && i < json_array_size(cs) && !c->bad; i++) {
+    char cp[DKB_PTR_MAX];
+    jr_ptr_idx(cp, "/measurement/counters", i);
+    const json_t *ct = json_array_get(cs, i);
+    if (lad_keys(c, ct, cp, creq, copt)) return;
+    const char *name = lad_str(c, ct, cp, "name", 1);
+    lad_get(c, ct, cp, "value", TY_NUM);
+    lad_str(c, ct, cp, "replay", 0);
+    for (int k = 0; defs[k] && !c->bad; k++)
+      if (!lad_str(c, ct, cp, defs[k], 0)) {
+        char q[DKB_PTR_MAX];
+        jr_ptr_key(q, cp, defs[k]);
+        lad_finding(c, 6, "counter_definition_incomplete", q, "counter '%s' has no %s", name, defs[k]);
+      }
+  }
+}
+
