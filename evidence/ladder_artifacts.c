@@ -5,6 +5,7 @@
 #include "evidence/ladder_internal.h"
 
 #include <errno.h>
+#include <limits.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -36,7 +37,7 @@ static void art_problem(struct art *a, const char *reason, const char *ptr, cons
 
 void lad_read_artifacts(struct lctx *c) {
   static const char *const req[] = {"name", "sha256", "bytes", NULL};
-  const json_t *list = lad_get(c, c->b, "", "artifacts", TY_ARR);
+  const json_t *list = lad_member(c, c->b, "", "artifacts", JSON_ARRAY);
   if (!list) return;
   size_t n = json_array_size(list);
   c->arts = DKB_CALLOC(n, sizeof *c->arts);
@@ -48,8 +49,8 @@ void lad_read_artifacts(struct lctx *c) {
     struct art *a = &c->arts[c->narts];
     a->index = i;
     a->name = lad_str(c, e, p, "name", 1);
-    a->sha = json_string_value(lad_get(c, e, p, "sha256", TY_STR));
-    lad_int(c, e, p, "bytes", 0, &a->bytes);
+    a->sha = json_string_value(lad_member(c, e, p, "sha256", JSON_STRING));
+    LAD_READ(c, jr_int, e, p, "bytes", 0, LLONG_MAX, &a->bytes);
     if (c->bad) return;
     jr_ptr_key(q, p, "name");
     if (!artifact_name_ok(a->name)) {
@@ -113,14 +114,14 @@ struct art *lad_ref(struct lctx *c, int level, const json_t *sec, const char *pt
   static const char *const req[] = {"artifact", "sha256", NULL};
   char p[DKB_PTR_MAX], q[DKB_PTR_MAX];
   jr_ptr_key(p, ptr, key);
-  const json_t *r = lad_get(c, sec, ptr, key, TY_OBJ);
+  const json_t *r = lad_member(c, sec, ptr, key, JSON_OBJECT);
   if (!r) {
     lad_finding(c, level, missing_reason, p, "no %s", what);
     return NULL;
   }
   if (lad_keys(c, r, p, req, NULL)) return NULL;
   const char *name = lad_str(c, r, p, "artifact", 1);
-  const char *sha = json_string_value(lad_get(c, r, p, "sha256", TY_STR));
+  const char *sha = json_string_value(lad_member(c, r, p, "sha256", JSON_STRING));
   if (c->bad) return NULL;
   jr_ptr_key(q, p, "sha256");
   if (!dkb_is_sha256_hex(sha)) {

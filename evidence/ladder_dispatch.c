@@ -3,6 +3,7 @@
  * eligible by priority; forced: never a fallback) and the selected plan's state and plan key. */
 #include "evidence/ladder_internal.h"
 
+#include <limits.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -22,9 +23,21 @@ static void check_digest(struct lctx *c, const json_t *d, const json_t *obj, con
   if (strcmp(hex, sha)) lad_finding(c, 4, mismatch, q, "recorded %s, the %s recomputes to %s", sha, what, hex);
 }
 
+/* o[key] must have JSON type t (JSON_TRUE: a boolean); its value is not needed here. */
+static void read_typed(struct lctx *c, const json_t *o, const char *ptr, const char *key, json_type t) {
+  long long i;
+  int b;
+  const char *s;
+  if (t == JSON_INTEGER) LAD_READ(c, jr_int, o, ptr, key, LLONG_MIN, LLONG_MAX, &i);
+  else if (t == JSON_STRING) LAD_READ(c, jr_str, o, ptr, key, &s);
+  else if (t == JSON_TRUE) LAD_READ(c, jr_bool, o, ptr, key, &b);
+  else lad_member(c, o, ptr, key, (int)t);
+}
+
 static void level4_call_key(struct lctx *c, const json_t *ck) {
-  static const enum ty types[] = {TY_STR, TY_INT, TY_INT, TY_ARR, TY_INT, TY_INT, TY_INT, TY_INT,
-                                  TY_STR, TY_STR, TY_STR, TY_INT, TY_STR, TY_BOOL};
+  static const json_type types[] = {JSON_STRING, JSON_INTEGER, JSON_INTEGER, JSON_ARRAY, JSON_INTEGER, JSON_INTEGER,
+                                    JSON_INTEGER, JSON_INTEGER, JSON_STRING, JSON_STRING, JSON_STRING, JSON_INTEGER,
+                                    JSON_STRING, JSON_TRUE};
   for (int i = 0; ladder_call_key_fields[i] && !c->bad; i++) {
     const char *f = ladder_call_key_fields[i];
     char q[DKB_PTR_MAX];
@@ -33,7 +46,7 @@ static void level4_call_key(struct lctx *c, const json_t *ck) {
     if (!v) { lad_finding(c, 4, "call_key_field_missing", q, "the call key has no %s", f); continue; }
     if (!strcmp(f, "page_size") && json_is_null(v)) continue; /* not paged */
     if (!strcmp(f, "mask") && json_is_object(v)) continue;    /* a mask program */
-    if (!lad_ty_ok(v, types[i])) lad_malformed(c, q, "must be %s (got %s)", lad_ty_name(types[i]), jr_type_name(v));
+    read_typed(c, ck, "/dispatch/call_key", f, types[i]);
   }
   const json_t *tol = json_object_get(ck, "tolerances");
   if (tol && !json_is_object(tol))
@@ -57,20 +70,23 @@ void lad_level4_dispatch(struct lctx *c) {
   static const char *const creq[] = {"backend", "priority", "in_domain", "eligible", NULL};
   static const char *const copt[] = {"reasons", NULL};
   static const char *const outcomes[] = {"selected", "rejected", "no_eligible", NULL};
-  const json_t *d = lad_get(c, c->b, "", "dispatch", TY_OBJ);
+  const json_t *d = lad_member(c, c->b, "", "dispatch", JSON_OBJECT);
   if (!d) { lad_finding(c, 4, "dispatch_missing", "/dispatch", "no dispatch record"); return; }
   if (lad_keys(c, d, "/dispatch", NULL, opt)) return;
-  const json_t *ck = lad_get(c, d, "/dispatch", "call_key", TY_OBJ);
+  const json_t *ck = lad_member(c, d, "/dispatch", "call_key", JSON_OBJECT);
   c->call_key = ck;
   if (!ck) lad_finding(c, 4, "call_key_missing", "/dispatch/call_key", "no readable call key");
   else level4_call_key(c, ck);
   check_digest(c, d, ck, "call_key_sha256", "call_key_sha256_missing", "call_key_sha256_mismatch", "call key");
   lad_ref(c, 4, d, "/dispatch", "diagnostic", "diagnostic_missing", "dispatch diagnostic");
   const char *request = lad_str(c, d, "/dispatch", "request", 1);
-  int oc = lad_enum(c, d, "/dispatch", "outcome", outcomes);
-  const json_t *selv = lad_get(c, d, "/dispatch", "selected", TY_STR_NULL);
+  int oc = -1;
+  LAD_READ(c, jr_enum, d, "/dispatch", "outcome", outcomes, &oc);
+  const json_t *selv = json_object_get(d, "selected");
+  if (lad_present(c, d, "selected") && !json_is_string(selv) && !json_is_null(selv))
+    lad_malformed(c, "/dispatch/selected", "must be a string or null (got %s)", jr_type_name(selv));
   const char *sel = json_string_value(selv);
-  const json_t *cands = lad_get(c, d, "/dispatch", "candidates", TY_ARR);
+  const json_t *cands = lad_member(c, d, "/dispatch", "candidates", JSON_ARRAY);
   if (c->bad) return;
   if (sel && !*sel) { lad_malformed(c, "/dispatch/selected", "must not be empty"); return; }
   c->outcome = oc >= 0 ? outcomes[oc] : NULL;
@@ -87,10 +103,11 @@ void lad_level4_dispatch(struct lctx *c) {
     if (lad_keys(c, cd, cp, creq, copt)) return;
     const char *name = lad_str(c, cd, cp, "backend", 1);
     long long pri = 0;
-    lad_int(c, cd, cp, "priority", 0, &pri);
-    int in_domain = json_is_true(lad_get(c, cd, cp, "in_domain", TY_BOOL));
-    int eligible = json_is_true(lad_get(c, cd, cp, "eligible", TY_BOOL));
-    const json_t *reasons = lad_arr_of(c, cd, cp, "reasons", TY_STR);
+    LAD_READ(c, jr_int, cd, cp, "priority", 0, LLONG_MAX, &pri);
+    int in_domain = json_is_true(lad_member(c, cd, cp, "in_domain", JSON_TRUE));
+    int eligible = json_is_true(lad_member(c, cd, cp, "eligible", JSON_TRUE));
+    const json_t *reasons = NULL;
+    LAD_READ(c, jr_str_array, cd, cp, "reasons", 1, &reasons);
     if (c->bad) return;
     size_t nr = reasons ? json_array_size(reasons) : 0;
     for (size_t k = 0; k < i; k++)
@@ -144,10 +161,11 @@ void lad_level4_dispatch(struct lctx *c) {
   }
   /* plan state of the selected backend */
   long long split = 0, ws = 0;
-  int have_split = lad_int(c, d, "/dispatch", "split_count", 1, &split);
-  int have_ws = lad_int(c, d, "/dispatch", "workspace_bytes", 0, &ws);
-  const json_t *pk = lad_get(c, d, "/dispatch", "plan_key", TY_OBJ);
-  const json_t *rk = lad_arr_of(c, d, "/dispatch", "required_kernels", TY_STR);
+  int have_split = LAD_READ(c, jr_int, d, "/dispatch", "split_count", 1, LLONG_MAX, &split);
+  int have_ws = LAD_READ(c, jr_int, d, "/dispatch", "workspace_bytes", 0, LLONG_MAX, &ws);
+  const json_t *pk = lad_member(c, d, "/dispatch", "plan_key", JSON_OBJECT);
+  const json_t *rk = NULL;
+  LAD_READ(c, jr_str_array, d, "/dispatch", "required_kernels", 1, &rk);
   if (c->bad) return;
   c->split_count = have_split ? split : 0;
   int selected = oc == 0;

@@ -3,6 +3,7 @@
  * the plan requires launched, the chain's producer among them and, for a split plan, its merge. */
 #include "evidence/ladder_internal.h"
 
+#include <limits.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -67,10 +68,10 @@ static int layer_launched(struct lctx *c, const json_t *kernels, const char *lay
   return any ? 0 : -1;
 }
 
-static int geometry_ok(const json_t *g) {
-  if (!g || json_array_size(g) != 3) return 0;
+static int geometry_ok(const long long *g, size_t n) {
+  if (!g || n != 3) return 0;
   for (size_t i = 0; i < 3; i++)
-    if (json_integer_value(json_array_get(g, i)) < 1) return 0;
+    if (g[i] < 1) return 0;
   return 1;
 }
 
@@ -80,7 +81,7 @@ void lad_level5_execution(struct lctx *c) {
   static const char *const popt[] = {"name", "version", NULL};
   static const char *const kreq[] = {"symbol", NULL};
   static const char *const kopt[] = {"demangled", "launches", "grid", "block", "registers", "shared_bytes", NULL};
-  const json_t *x = lad_get(c, c->b, "", "execution", TY_OBJ);
+  const json_t *x = lad_member(c, c->b, "", "execution", JSON_OBJECT);
   if (c->outcome && strcmp(c->outcome, "selected"))
     lad_finding(c, 5, "no_backend_selected", "/dispatch/outcome", "dispatch outcome %s: no backend ran", c->outcome);
   if (!x) { lad_finding(c, 5, "execution_missing", "/execution", "no profiler observation of the call"); return; }
@@ -89,13 +90,13 @@ void lad_level5_execution(struct lctx *c) {
   if (!lad_str(c, x, "/execution", "nvtx_range", 0))
     lad_finding(c, 5, "nvtx_range_missing", "/execution/nvtx_range", "no NVTX range around the call");
   long long v = 0;
-  if (!lad_int(c, x, "/execution", "external_correlation_id", 0, &v))
+  if (!LAD_READ(c, jr_int, x, "/execution", "external_correlation_id", 0, LLONG_MAX, &v))
     lad_finding(c, 5, "external_correlation_missing", "/execution/external_correlation_id", "no external correlation id");
-  if (!lad_int(c, x, "/execution", "dropped_records", 0, &v))
+  if (!LAD_READ(c, jr_int, x, "/execution", "dropped_records", 0, LLONG_MAX, &v))
     lad_finding(c, 5, "trace_dropped_records", "/execution/dropped_records", "the number of dropped profiler records is not recorded");
   else if (v > 0)
     lad_finding(c, 5, "trace_dropped_records", "/execution/dropped_records", "the profiler dropped %lld records: launch counts may be incomplete", v);
-  const json_t *prof = lad_get(c, x, "/execution", "profiler", TY_OBJ);
+  const json_t *prof = lad_member(c, x, "/execution", "profiler", JSON_OBJECT);
   if (!prof) lad_finding(c, 5, "profiler_missing", "/execution/profiler", "no profiler name and version");
   else if (!lad_keys(c, prof, "/execution/profiler", NULL, popt)) {
     if (!lad_str(c, prof, "/execution/profiler", "name", 0)) lad_finding(c, 5, "profiler_missing", "/execution/profiler/name", "no profiler name");
@@ -103,7 +104,7 @@ void lad_level5_execution(struct lctx *c) {
   }
   if (c->loaded_present && !c->has_cupti)
     lad_finding(c, 5, "profiler_library_not_loaded", "/loaded/objects", "no object with role cupti: the profiler was not loaded");
-  const json_t *ks = lad_get(c, x, "/execution", "kernels", TY_ARR);
+  const json_t *ks = lad_member(c, x, "/execution", "kernels", JSON_ARRAY);
   size_t nk = ks ? json_array_size(ks) : 0;
   if (!nk) lad_finding(c, 5, "kernels_missing", "/execution/kernels", "no kernel record");
   for (size_t i = 0; i < nk && !c->bad; i++) {
@@ -114,17 +115,23 @@ void lad_level5_execution(struct lctx *c) {
     const char *sym = lad_str(c, k, kp, "symbol", 1);
     lad_str(c, k, kp, "demangled", 0);
     long long launches = 0, tmp;
-    int have_l = lad_int(c, k, kp, "launches", 0, &launches);
-    const json_t *grid = lad_arr_of(c, k, kp, "grid", TY_INT), *block = lad_arr_of(c, k, kp, "block", TY_INT);
-    lad_int(c, k, kp, "registers", 0, &tmp);
-    lad_int(c, k, kp, "shared_bytes", 0, &tmp);
+    int have_l = LAD_READ(c, jr_int, k, kp, "launches", 0, LLONG_MAX, &launches);
+    long long *grid = NULL, *block = NULL;
+    size_t ng = 0, nb = 0;
+    LAD_READ(c, jr_int_array, k, kp, "grid", LLONG_MIN, LLONG_MAX, -1, &grid, &ng);
+    LAD_READ(c, jr_int_array, k, kp, "block", LLONG_MIN, LLONG_MAX, -1, &block, &nb);
+    LAD_READ(c, jr_int, k, kp, "registers", 0, LLONG_MAX, &tmp);
+    LAD_READ(c, jr_int, k, kp, "shared_bytes", 0, LLONG_MAX, &tmp);
+    const int grid_ok = geometry_ok(grid, ng), block_ok = geometry_ok(block, nb);
+    free(grid);
+    free(block);
     if (c->bad) return;
     jr_ptr_key(q, kp, "launches");
     if (!have_l) lad_finding(c, 5, "kernel_launches_missing", q, "no launch count for '%s'", sym);
     else if (launches < 1) lad_finding(c, 5, "kernel_launches_not_positive", q, "'%s' was launched 0 times", sym);
-    if (!geometry_ok(grid) || !geometry_ok(block)) {
-      jr_ptr_key(q, kp, !geometry_ok(grid) ? "grid" : "block");
-      lad_finding(c, 5, "kernel_geometry_invalid", q, "'%s' has no positive [x, y, z] %s", sym, !geometry_ok(grid) ? "grid" : "block");
+    if (!grid_ok || !block_ok) {
+      jr_ptr_key(q, kp, !grid_ok ? "grid" : "block");
+      lad_finding(c, 5, "kernel_geometry_invalid", q, "'%s' has no positive [x, y, z] %s", sym, !grid_ok ? "grid" : "block");
     }
   }
   if (c->bad) return;

@@ -2,6 +2,7 @@
  * identity and status. Everything here is structure: a violation makes the document "not a bundle". */
 #include "evidence/ladder_internal.h"
 
+#include <limits.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -35,7 +36,7 @@ void lad_read_header(struct lctx *c) {
     return;
   }
   if (lad_keys(c, b, "", top_req, top_opt)) return;
-  const json_t *m = lad_get(c, b, "", "meta", TY_OBJ);
+  const json_t *m = lad_member(c, b, "", "meta", JSON_OBJECT);
   if (lad_keys(c, m, "/meta", meta_req, NULL)) return;
   const char *tool = lad_str(c, m, "/meta", "tool", 1);
   if (tool && strcmp(tool, "dkb")) lad_malformed(c, "/meta/tool", "must be 'dkb' (got '%s')", tool);
@@ -43,47 +44,42 @@ void lad_read_header(struct lctx *c) {
   c->meta_commit = lad_str(c, m, "/meta", "commit", 1);
   if (c->meta_commit && !lad_is_hex(c->meta_commit, 40))
     lad_malformed(c, "/meta/commit", "must be 40 lower-case hex digits (got '%s')", c->meta_commit);
-  c->meta_dirty = json_is_true(lad_get(c, m, "/meta", "dirty", TY_BOOL));
-  const json_t *argv = lad_get(c, m, "/meta", "argv", TY_ARR);
-  if (argv && !json_array_size(argv)) lad_malformed(c, "/meta/argv", "must not be empty");
-  for (size_t i = 0; argv && i < json_array_size(argv); i++)
-    if (!json_is_string(json_array_get(argv, i))) {
-      char p[DKB_PTR_MAX];
-      jr_ptr_idx(p, "/meta/argv", i);
-      lad_malformed(c, p, "must be a string (got %s)", jr_type_name(json_array_get(argv, i)));
-    }
+  c->meta_dirty = json_is_true(lad_member(c, m, "/meta", "dirty", JSON_TRUE));
+  const json_t *argv = NULL;
+  if (LAD_READ(c, jr_str_array, m, "/meta", "argv", 0, &argv) && !json_array_size(argv))
+    lad_malformed(c, "/meta/argv", "must not be empty");
   const char *created = lad_str(c, m, "/meta", "created", 1);
   if (created && !is_utc_timestamp(created))
     lad_malformed(c, "/meta/created", "must be an RFC 3339 UTC time like 2026-11-30T12:00:00Z (got '%s')", created);
   lad_str(c, m, "/meta", "host", 1);
-  c->res->synthetic = json_is_true(lad_get(c, b, "", "synthetic", TY_BOOL));
+  c->res->synthetic = json_is_true(lad_member(c, b, "", "synthetic", JSON_TRUE));
   long long claimed = 0;
-  if (lad_int(c, b, "", "claimed_level", 0, &claimed) && claimed > LADDER_MAX_LEVEL)
-    lad_malformed(c, "/claimed_level", "must be <= %d (got %lld)", LADDER_MAX_LEVEL, claimed);
+  LAD_READ(c, jr_int, b, "", "claimed_level", 0, LADDER_MAX_LEVEL, &claimed);
   c->res->claimed = (int)claimed;
-  const json_t *f = lad_get(c, b, "", "fixture", TY_OBJ);
+  const json_t *f = lad_member(c, b, "", "fixture", JSON_OBJECT);
   if (lad_keys(c, f, "/fixture", fix_req, NULL)) return;
   lad_str(c, f, "/fixture", "path", 1);
   lad_str(c, f, "/fixture", "name", 1);
-  const char *fsha = json_string_value(lad_get(c, f, "/fixture", "sha256", TY_STR));
+  const char *fsha = json_string_value(lad_member(c, f, "/fixture", "sha256", JSON_STRING));
   if (fsha && !dkb_is_sha256_hex(fsha)) lad_malformed(c, "/fixture/sha256", "must be 64 lower-case hex digits (got '%s')", fsha);
 }
 
 const json_t *lad_read_status(struct lctx *c) {
   static const char *const req[] = {"terminal", "reasons", NULL};
   static const char *const rreq[] = {"id", "detail", NULL};
-  const json_t *s = lad_get(c, c->b, "", "status", TY_OBJ);
+  const json_t *s = lad_member(c, c->b, "", "status", JSON_OBJECT);
   if (lad_keys(c, s, "/status", req, NULL)) return NULL;
-  int t = lad_enum(c, s, "/status", "terminal", lad_terminals);
+  int t = -1;
+  LAD_READ(c, jr_enum, s, "/status", "terminal", lad_terminals, &t);
   if (t >= 0) snprintf(c->res->terminal, sizeof c->res->terminal, "%s", lad_terminals[t]);
-  const json_t *rs = lad_get(c, s, "/status", "reasons", TY_ARR);
+  const json_t *rs = lad_member(c, s, "/status", "reasons", JSON_ARRAY);
   for (size_t i = 0; rs && i < json_array_size(rs) && !c->bad; i++) {
     char p[DKB_PTR_MAX];
     jr_ptr_idx(p, "/status/reasons", i);
     const json_t *r = json_array_get(rs, i);
     if (lad_keys(c, r, p, rreq, NULL)) break;
     const char *id = lad_str(c, r, p, "id", 1);
-    lad_get(c, r, p, "detail", TY_STR);
+    lad_member(c, r, p, "detail", JSON_STRING);
     int ok = id && (*id >= 'a' && *id <= 'z');
     for (const char *q = id; ok && *q; q++) ok = (*q >= 'a' && *q <= 'z') || (*q >= '0' && *q <= '9') || *q == '_';
     if (id && !ok) {

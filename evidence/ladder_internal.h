@@ -44,12 +44,26 @@ struct lctx {
   int loaded_present, has_cupti;
 };
 
-/* ---- reading (ladder_util.c): a wrong type means "not a bundle", absent evidence is a finding ---- */
-
-enum ty { TY_OBJ, TY_ARR, TY_STR, TY_INT, TY_NUM, TY_BOOL, TY_STR_NULL };
-/* "an object", "an integer", ... for messages; 1 when v has type t. */
-const char *lad_ty_name(enum ty t);
-int lad_ty_ok(const json_t *v, enum ty t);
+/* ---- reading (ladder_util.c): one adapter over lib/jread.h ------------------------------------ */
+/* jread's getters check a member's type, range or spelling and name its JSON Pointer when it is wrong.
+ * The ladder reads them with two differences, and only these. An absent member is evidence that is
+ * missing, which the level that needs it turns into a finding: every read is optional. And once the
+ * document is not a bundle (a wrong type, an unknown key: c->bad), nothing more is read, so c->r.err
+ * keeps that first error and the levels after it record nothing.
+ * LAD_READ(c, jr_getter, o, ptr, key, args...) calls jr_getter(&c->r, o, ptr, key, 0, args...) when o holds
+ * key and nothing went wrong before: 1 when it read the member, 0 when it is absent or malformed. */
+#define LAD_READ(c, getter, o, ptr, key, ...) \
+  lad_took((c), lad_present((c), (o), (key)) ? getter(&(c)->r, (o), (ptr), (key), 0, __VA_ARGS__) : 1)
+/* 1 when o holds key and the bundle is still being read. */
+int lad_present(struct lctx *c, const json_t *o, const char *key);
+/* jread's verdict rc: 1 when it is 0 (read); -1 makes the document not a bundle (c->bad); 1 (not read,
+ * absent) gives 0. */
+int lad_took(struct lctx *c, int rc);
+/* jr_get(): the member of JSON type `type` (JSON_TRUE for a boolean), NULL when absent or malformed. */
+const json_t *lad_member(struct lctx *c, const json_t *o, const char *ptr, const char *key, int type);
+/* A string member; NULL when absent or, for evidence strings, empty (an empty name identifies nothing).
+ * An identity string (a name, a path, an id) must not be empty: the document is not a bundle. */
+const char *lad_str(struct lctx *c, const json_t *o, const char *ptr, const char *key, int identity);
 
 /* The document is not a bundle: the first such error is kept in c->r.err, and nothing more is read. */
 void lad_malformed(struct lctx *c, const char *ptr, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
@@ -58,18 +72,6 @@ void lad_finding(struct lctx *c, int level, const char *reason, const char *ptr,
     __attribute__((format(printf, 5, 6)));
 /* jr_keys(); -1 (and c->bad) when o is not an object with exactly those keys. */
 int lad_keys(struct lctx *c, const json_t *o, const char *ptr, const char *const *req, const char *const *opt);
-/* The member `key` of o if present and of type t; NULL when absent, or (c->bad set) of another type. */
-const json_t *lad_get(struct lctx *c, const json_t *o, const char *ptr, const char *key, enum ty t);
-/* A string member; NULL when absent or (evidence strings) empty. Identity strings must not be empty. */
-const char *lad_str(struct lctx *c, const json_t *o, const char *ptr, const char *key, int identity);
-/* An integer member >= lo: 1 with *out set when present, 0 when absent (or malformed). */
-int lad_int(struct lctx *c, const json_t *o, const char *ptr, const char *key, long long lo, long long *out);
-/* A number member >= lo: 1 with *out set when present. */
-int lad_num(struct lctx *c, const json_t *o, const char *ptr, const char *key, double lo, double *out);
-/* Every element of an array must have type t (identity strings non-empty). Returns the array or NULL. */
-const json_t *lad_arr_of(struct lctx *c, const json_t *o, const char *ptr, const char *key, enum ty t);
-/* An enum member; the index into choices, -1 when absent. */
-int lad_enum(struct lctx *c, const json_t *o, const char *ptr, const char *key, const char *const *choices);
 
 /* 1 when s is exactly len lower-case hex digits. */
 int lad_is_hex(const char *s, size_t len);

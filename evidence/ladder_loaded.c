@@ -3,6 +3,7 @@
  * usable CUDA coordinate. */
 #include "evidence/ladder_internal.h"
 
+#include <limits.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -35,13 +36,13 @@ static int loader_map_well_formed(const json_t *map) {
 static void level3_device(struct lctx *c, const json_t *ld) {
   static const char *const fields[] = {"name", "compute_capability", "sm_count", "driver_version", "runtime_version",
                                        "pci_bus_id", NULL};
-  const json_t *d = lad_get(c, ld, "/loaded", "device", TY_OBJ);
+  const json_t *d = lad_member(c, ld, "/loaded", "device", JSON_OBJECT);
   if (!d) { lad_finding(c, 3, "device_missing", "/loaded/device", "no GPU device coordinate"); return; }
   if (lad_keys(c, d, "/loaded/device", NULL, fields)) return;
   const char *name = lad_str(c, d, "/loaded/device", "name", 0);
   const char *cc = lad_str(c, d, "/loaded/device", "compute_capability", 0);
   long long sm = -1;
-  int have_sm = lad_int(c, d, "/loaded/device", "sm_count", 0, &sm);
+  int have_sm = LAD_READ(c, jr_int, d, "/loaded/device", "sm_count", 0, LLONG_MAX, &sm);
   const char *drv = lad_str(c, d, "/loaded/device", "driver_version", 0);
   const char *rt = lad_str(c, d, "/loaded/device", "runtime_version", 0);
   const char *bus = lad_str(c, d, "/loaded/device", "pci_bus_id", 0);
@@ -68,7 +69,7 @@ void lad_level3_loaded(struct lctx *c) {
   static const char *const oreq[] = {"path", "role", NULL};
   static const char *const oopt[] = {"sha256", "bytes", NULL};
   static const char *const kreq[] = {"symbol", "binary_version", "ptx_version", NULL};
-  const json_t *ld = lad_get(c, c->b, "", "loaded", TY_OBJ);
+  const json_t *ld = lad_member(c, c->b, "", "loaded", JSON_OBJECT);
   if (!ld) { lad_finding(c, 3, "loaded_missing", "/loaded", "no loaded-artifact closure"); return; }
   c->loaded_present = 1;
   if (lad_keys(c, ld, "/loaded", NULL, opt)) return;
@@ -79,7 +80,7 @@ void lad_level3_loaded(struct lctx *c) {
     json_decref(mapdoc);
     mapdoc = NULL;
   }
-  const json_t *objs = lad_get(c, ld, "/loaded", "objects", TY_ARR);
+  const json_t *objs = lad_member(c, ld, "/loaded", "objects", JSON_ARRAY);
   int roles[8] = {0};
   if (!objs || !json_array_size(objs)) lad_finding(c, 3, "loaded_objects_missing", "/loaded/objects", "no loaded object listed");
   for (size_t i = 0; objs && i < json_array_size(objs) && !c->bad; i++) {
@@ -88,10 +89,11 @@ void lad_level3_loaded(struct lctx *c) {
     const json_t *o = json_array_get(objs, i);
     if (lad_keys(c, o, op, oreq, oopt)) break;
     const char *path = lad_str(c, o, op, "path", 1);
-    int role = lad_enum(c, o, op, "role", ROLES);
+    int role = -1;
+    LAD_READ(c, jr_enum, o, op, "role", ROLES, &role);
     const char *sha = lad_str(c, o, op, "sha256", 0);
     long long bytes = 0;
-    lad_int(c, o, op, "bytes", 0, &bytes);
+    LAD_READ(c, jr_int, o, op, "bytes", 0, LLONG_MAX, &bytes);
     if (c->bad) break;
     roles[role]++;
     jr_ptr_key(q, op, "path");
@@ -130,7 +132,7 @@ void lad_level3_loaded(struct lctx *c) {
     json_decref(doc);
   }
   level3_device(c, ld);
-  const json_t *kb = lad_get(c, ld, "/loaded", "kernel_binaries", TY_ARR);
+  const json_t *kb = lad_member(c, ld, "/loaded", "kernel_binaries", JSON_ARRAY);
   for (size_t i = 0; kb && i < json_array_size(kb) && !c->bad; i++) {
     char kp[DKB_PTR_MAX];
     long long v;
@@ -138,8 +140,8 @@ void lad_level3_loaded(struct lctx *c) {
     const json_t *k = json_array_get(kb, i);
     if (lad_keys(c, k, kp, kreq, NULL)) break;
     lad_str(c, k, kp, "symbol", 1);
-    lad_int(c, k, kp, "binary_version", 0, &v);
-    lad_int(c, k, kp, "ptx_version", 0, &v);
+    LAD_READ(c, jr_int, k, kp, "binary_version", 0, LLONG_MAX, &v);
+    LAD_READ(c, jr_int, k, kp, "ptx_version", 0, LLONG_MAX, &v);
   }
 }
 

@@ -3,6 +3,7 @@
  * its summary (oracles/stats.h) and obey its stop rule, and counters that say what they count. */
 #include "evidence/ladder_internal.h"
 
+#include <limits.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -18,17 +19,17 @@ static void level6_cmp(struct lctx *c, const json_t *cmp, const char *p, int pas
   if (lad_keys(c, cmp, p, req, opt)) return;
   long long n = 0, viol = 0, nan = 0, inf = 0, w;
   double x;
-  lad_int(c, cmp, p, "n", 0, &n);
-  lad_int(c, cmp, p, "violations", 0, &viol);
-  lad_int(c, cmp, p, "nan", 0, &nan);
-  lad_int(c, cmp, p, "inf", 0, &inf);
-  lad_num(c, cmp, p, "max_abs", 0, &x);
-  lad_num(c, cmp, p, "max_rel", 0, &x);
+  LAD_READ(c, jr_int, cmp, p, "n", 0, LLONG_MAX, &n);
+  LAD_READ(c, jr_int, cmp, p, "violations", 0, LLONG_MAX, &viol);
+  LAD_READ(c, jr_int, cmp, p, "nan", 0, LLONG_MAX, &nan);
+  LAD_READ(c, jr_int, cmp, p, "inf", 0, LLONG_MAX, &inf);
+  LAD_READ(c, jr_num, cmp, p, "max_abs", 0, INFINITY, &x);
+  LAD_READ(c, jr_num, cmp, p, "max_rel", 0, INFINITY, &x);
   double ratio = 0;
   const int has_ratio = json_object_get(cmp, "max_ratio") != NULL;
-  if (has_ratio) lad_num(c, cmp, p, "max_ratio", 0, &ratio);
+  if (has_ratio) LAD_READ(c, jr_num, cmp, p, "max_ratio", 0, INFINITY, &ratio);
   const json_t *wi = json_object_get(cmp, "worst_index");
-  if (wi && !json_is_null(wi)) lad_int(c, cmp, p, "worst_index", 0, &w);
+  if (wi && !json_is_null(wi)) LAD_READ(c, jr_int, cmp, p, "worst_index", 0, LLONG_MAX, &w);
   if (c->bad) return;
   char q[DKB_PTR_MAX];
   if (is_output && n == 0) {
@@ -54,7 +55,7 @@ static void level6_correctness(struct lctx *c, const json_t *m) {
   static const char *const opt[] = {"reference", "passed", "atol", "rtol", "output", "lse", "cache", "lse_atol",
                                     "lse_rtol", "cache_rule", NULL};
   const char *p = "/measurement/correctness";
-  const json_t *cr = lad_get(c, m, "/measurement", "correctness", TY_OBJ);
+  const json_t *cr = lad_member(c, m, "/measurement", "correctness", JSON_OBJECT);
   if (!cr) { lad_finding(c, 6, "correctness_missing", p, "no comparison against the float64 oracle"); return; }
   if (lad_keys(c, cr, p, NULL, opt)) return;
   if (!lad_str(c, cr, p, "reference", 0)) lad_finding(c, 6, "correctness_reference_missing", "/measurement/correctness/reference", "no reference named");
@@ -64,18 +65,18 @@ static void level6_correctness(struct lctx *c, const json_t *m) {
     char q[DKB_PTR_MAX];
     double tol;
     jr_ptr_key(q, p, tols[i]);
-    if (!lad_num(c, cr, p, tols[i], 0, &tol)) { lad_finding(c, 6, "correctness_tolerance_missing", q, "no %s", tols[i]); continue; }
+    if (!LAD_READ(c, jr_num, cr, p, tols[i], 0, INFINITY, &tol)) { lad_finding(c, 6, "correctness_tolerance_missing", q, "no %s", tols[i]); continue; }
     const json_t *f = json_object_get(frozen, tols[i]);
     if (json_is_object(frozen) && !(json_is_number(f) && json_number_value(f) == tol))
       lad_finding(c, 6, "correctness_tolerance_not_frozen", q, "%s %g is not the call key's frozen %s", tols[i], tol, tols[i]);
   }
-  const json_t *passed = lad_get(c, cr, p, "passed", TY_BOOL);
+  const json_t *passed = lad_member(c, cr, p, "passed", JSON_TRUE);
   if (c->bad) return;
   if (!passed) lad_finding(c, 6, "correctness_result_missing", "/measurement/correctness/passed", "no pass/fail result");
   else if (!json_is_true(passed))
     lad_finding(c, 6, "correctness_failed", "/measurement/correctness/passed", "correctness failed: timing does not count as a measurement");
   int ok = json_is_true(passed);
-  const json_t *out = lad_get(c, cr, p, "output", TY_OBJ);
+  const json_t *out = lad_member(c, cr, p, "output", JSON_OBJECT);
   if (!out) lad_finding(c, 6, "correctness_output_missing", "/measurement/correctness/output", "no output comparison");
   else level6_cmp(c, out, "/measurement/correctness/output", ok, 1);
   static const char *const parts[] = {"lse", "cache"};
@@ -101,42 +102,41 @@ static void level6_timing(struct lctx *c, const json_t *m) {
   static const char *const sum_fields[] = {"count", "min", "median", "p95", "max", "mean", "stdev", "rel_stdev", NULL};
   static const char *const stop_req[] = {"rule", "min_samples", "max_samples", "max_rel_stdev", "met", NULL};
   const char *p = "/measurement/timing";
-  const json_t *t = lad_get(c, m, "/measurement", "timing", TY_OBJ);
+  const json_t *t = lad_member(c, m, "/measurement", "timing", JSON_OBJECT);
   if (!t) { lad_finding(c, 6, "timing_missing", p, "no timing pass"); return; }
   if (lad_keys(c, t, p, NULL, opt)) return;
-  const json_t *tracing = lad_get(c, t, p, "tracing", TY_BOOL);
+  const json_t *tracing = lad_member(c, t, p, "tracing", JSON_TRUE);
   if (!tracing || json_is_true(tracing))
     lad_finding(c, 6, "timing_under_tracing", "/measurement/timing/tracing",
             tracing ? "the timing pass ran with tracing enabled" : "the timing pass does not say that tracing was off");
   if (!lad_str(c, t, p, "method", 0)) lad_finding(c, 6, "timing_method_missing", "/measurement/timing/method", "no timing method");
   long long warm = 0;
-  if (!lad_int(c, t, p, "warmup", 0, &warm) || warm == 0)
+  if (!LAD_READ(c, jr_int, t, p, "warmup", 0, LLONG_MAX, &warm) || warm == 0)
     lad_finding(c, 6, "timing_warmup_missing", "/measurement/timing/warmup", "no warm-up iterations");
-  lad_get(c, t, p, "l2_flush", TY_BOOL);
-  lad_get(c, t, p, "clocks_before", TY_OBJ);
-  lad_get(c, t, p, "clocks_after", TY_OBJ);
+  lad_member(c, t, p, "l2_flush", JSON_TRUE);
+  lad_member(c, t, p, "clocks_before", JSON_OBJECT);
+  lad_member(c, t, p, "clocks_after", JSON_OBJECT);
   /* optional: a timed kernel that keeps state between calls (or merges nondeterministically) measured
    * something other than the checked call */
   const char *rp = "/measurement/timing/repeat_check";
-  const json_t *rep = lad_get(c, t, p, "repeat_check", TY_OBJ);
+  const json_t *rep = lad_member(c, t, p, "repeat_check", JSON_OBJECT);
   if (rep && !lad_keys(c, rep, rp, rep_req, NULL)) {
     long long after = 0;
     lad_str(c, rep, rp, "rule", 1);
-    lad_int(c, rep, rp, "after_samples", 0, &after);
-    const json_t *eq = lad_get(c, rep, rp, "output_bitwise_equal", TY_BOOL);
+    LAD_READ(c, jr_int, rep, rp, "after_samples", 0, LLONG_MAX, &after);
+    const json_t *eq = lad_member(c, rep, rp, "output_bitwise_equal", JSON_TRUE);
     if (eq && json_is_false(eq))
       lad_finding(c, 6, "timing_output_not_reproduced", "/measurement/timing/repeat_check/output_bitwise_equal",
               "after %lld timed samples, a call on poisoned outputs did not reproduce the checked output", after);
   }
-  const json_t *samples = lad_arr_of(c, t, p, "samples_us", TY_NUM);
+  double *s = NULL;
+  size_t n = 0;
+  const int have_samples = LAD_READ(c, jr_num_array, t, p, "samples_us", -INFINITY, INFINITY, -1, &s, &n);
   if (c->bad) return;
-  size_t n = samples ? json_array_size(samples) : 0;
-  double *s = DKB_MALLOC(n * sizeof *s);
+  const json_t *samples = have_samples ? json_object_get(t, "samples_us") : NULL;
   size_t nonpos = 0, first_nonpos = 0;
-  for (size_t i = 0; i < n; i++) {
-    s[i] = json_number_value(json_array_get(samples, i));
+  for (size_t i = 0; i < n; i++)
     if (!(s[i] > 0) && !nonpos++) first_nonpos = i;
-  }
   if (!samples) lad_finding(c, 6, "timing_samples_missing", "/measurement/timing/samples_us", "no raw samples: a summary alone is not a measurement");
   else if (n < 20)
     lad_finding(c, 6, "timing_too_few_samples", "/measurement/timing/samples_us", "%zu raw sample%s, at least 20 required", n, n == 1 ? "" : "s");
@@ -148,7 +148,7 @@ static void level6_timing(struct lctx *c, const json_t *m) {
   struct dkb_stats st;
   dkb_stats_compute(s, n, &st);
   free(s);
-  const json_t *sum = lad_get(c, t, p, "summary", TY_OBJ);
+  const json_t *sum = lad_member(c, t, p, "summary", JSON_OBJECT);
   if (!sum) lad_finding(c, 6, "timing_summary_missing", "/measurement/timing/summary", "no summary of the raw samples");
   else if (!lad_keys(c, sum, "/measurement/timing/summary", sum_fields, NULL) && samples) {
     const double want[] = {(double)st.count, st.min, st.median, st.p95, st.max, st.mean, st.stdev, st.rel_stdev};
@@ -156,8 +156,8 @@ static void level6_timing(struct lctx *c, const json_t *m) {
       char q[DKB_PTR_MAX];
       jr_ptr_key(q, "/measurement/timing/summary", sum_fields[i]);
       double got;
-      if (i == 0) { long long cnt = 0; if (lad_int(c, sum, "/measurement/timing/summary", "count", 0, &cnt)) got = (double)cnt; else break; }
-      else if (!lad_num(c, sum, "/measurement/timing/summary", sum_fields[i], -INFINITY, &got)) break;
+      if (i == 0) { long long cnt = 0; if (LAD_READ(c, jr_int, sum, "/measurement/timing/summary", "count", 0, LLONG_MAX, &cnt)) got = (double)cnt; else break; }
+      else if (!LAD_READ(c, jr_num, sum, "/measurement/timing/summary", sum_fields[i], -INFINITY, INFINITY, &got)) break;
       /* the writer uses the same function and round-trip floats: only last-bit differences from other
        * summation orders are tolerated */
       if (!(fabs(got - want[i]) <= 1e-9 * fmax(fabs(got), fabs(want[i])) + 1e-12)) {
@@ -168,7 +168,7 @@ static void level6_timing(struct lctx *c, const json_t *m) {
       }
     }
   }
-  const json_t *stop = lad_get(c, t, p, "stop_rule", TY_OBJ);
+  const json_t *stop = lad_member(c, t, p, "stop_rule", JSON_OBJECT);
   if (!stop) { lad_finding(c, 6, "timing_stop_rule_missing", "/measurement/timing/stop_rule", "no stop rule"); return; }
   static const char *const stop_opt[] = {"stopped_by", "min_time_s", "max_time_s", "elapsed_s", NULL};
   if (lad_keys(c, stop, "/measurement/timing/stop_rule", stop_req, stop_opt)) return;
@@ -176,11 +176,11 @@ static void level6_timing(struct lctx *c, const json_t *m) {
   long long lo = 0, hi = 0;
   double target = -1;
   lad_str(c, stop, sp, "rule", 1);
-  lad_int(c, stop, sp, "min_samples", 1, &lo);
-  lad_int(c, stop, sp, "max_samples", 1, &hi);
+  LAD_READ(c, jr_int, stop, sp, "min_samples", 1, LLONG_MAX, &lo);
+  LAD_READ(c, jr_int, stop, sp, "max_samples", 1, LLONG_MAX, &hi);
   const json_t *tv = json_object_get(stop, "max_rel_stdev");
-  if (!json_is_null(tv)) lad_num(c, stop, sp, "max_rel_stdev", 0, &target);
-  int met = json_is_true(lad_get(c, stop, sp, "met", TY_BOOL));
+  if (!json_is_null(tv)) LAD_READ(c, jr_num, stop, sp, "max_rel_stdev", 0, INFINITY, &target);
+  int met = json_is_true(lad_member(c, stop, sp, "met", JSON_TRUE));
   if (c->bad || !samples) return;
   if ((long long)n < lo || (long long)n > hi)
     lad_finding(c, 6, "timing_stop_rule_violated", "/measurement/timing/stop_rule", "%zu samples outside [min_samples %lld, max_samples %lld]", n, lo, hi);
@@ -190,9 +190,9 @@ static void level6_timing(struct lctx *c, const json_t *m) {
     /* the writer says why it stopped: check that reason against the raw samples and its limits */
     const char *by = lad_str(c, stop, sp, "stopped_by", 1);
     double min_t = 0, max_t = INFINITY, el = 0, sum_s = 0;
-    lad_num(c, stop, sp, "min_time_s", 0, &min_t);
-    lad_num(c, stop, sp, "max_time_s", 0, &max_t);
-    lad_num(c, stop, sp, "elapsed_s", 0, &el);
+    LAD_READ(c, jr_num, stop, sp, "min_time_s", 0, INFINITY, &min_t);
+    LAD_READ(c, jr_num, stop, sp, "max_time_s", 0, INFINITY, &max_t);
+    LAD_READ(c, jr_num, stop, sp, "elapsed_s", 0, INFINITY, &el);
     for (size_t i = 0; i < n; i++) sum_s += json_number_value(json_array_get(samples, i)) * 1e-6;
     if (c->bad || !by) return;
     if (!strcmp(by, "noise_reached")) {
@@ -224,19 +224,20 @@ void lad_level6_measurement(struct lctx *c) {
   static const char *const creq[] = {"name", "value", NULL};
   static const char *const copt[] = {"unit", "numerator", "denominator", "scope", "replay", NULL};
   static const char *const defs[] = {"unit", "numerator", "denominator", "scope", NULL};
-  const json_t *m = lad_get(c, c->b, "", "measurement", TY_OBJ);
+  const json_t *m = lad_member(c, c->b, "", "measurement", JSON_OBJECT);
   if (!m) { lad_finding(c, 6, "measurement_missing", "/measurement", "no correctness and timing"); return; }
   if (lad_keys(c, m, "/measurement", NULL, opt)) return;
   level6_correctness(c, m);
   level6_timing(c, m);
-  const json_t *cs = lad_get(c, m, "/measurement", "counters", TY_ARR);
+  const json_t *cs = lad_member(c, m, "/measurement", "counters", JSON_ARRAY);
   for (size_t i = 0; cs && i < json_array_size(cs) && !c->bad; i++) {
     char cp[DKB_PTR_MAX];
     jr_ptr_idx(cp, "/measurement/counters", i);
     const json_t *ct = json_array_get(cs, i);
     if (lad_keys(c, ct, cp, creq, copt)) return;
     const char *name = lad_str(c, ct, cp, "name", 1);
-    lad_get(c, ct, cp, "value", TY_NUM);
+    double value;
+    LAD_READ(c, jr_num, ct, cp, "value", -INFINITY, INFINITY, &value);
     lad_str(c, ct, cp, "replay", 0);
     for (int k = 0; defs[k] && !c->bad; k++)
       if (!lad_str(c, ct, cp, defs[k], 0)) {

@@ -105,7 +105,7 @@ void lad_level1_source(struct lctx *c) {
   static const char *const fopt[] = {"sha256", "symbols", NULL};
   static const char *const sreq[] = {"name", NULL};
   static const char *const sopt[] = {"role", "lines", NULL};
-  const json_t *s = lad_get(c, c->b, "", "source", TY_OBJ);
+  const json_t *s = lad_member(c, c->b, "", "source", JSON_OBJECT);
   if (!s) { lad_finding(c, 1, "source_missing", "/source", "no source section: the kernel and chain sources are not identified"); return; }
   if (lad_keys(c, s, "/source", NULL, opt)) return;
   const char *commit = lad_str(c, s, "/source", "commit", 0);
@@ -118,12 +118,12 @@ void lad_level1_source(struct lctx *c) {
     lad_finding(c, 1, "source_differs_from_meta", "/source/commit", "source commit %s differs from the dkb build commit %s (/meta/commit)",
             commit, c->meta_commit);
   else c->source_commit = commit;
-  const json_t *dirty = lad_get(c, s, "/source", "dirty", TY_BOOL);
+  const json_t *dirty = lad_member(c, s, "/source", "dirty", JSON_TRUE);
   if (!dirty) lad_finding(c, 1, "source_dirty_missing", "/source/dirty", "no dirty flag");
   else if (json_is_true(dirty) != c->meta_dirty)
     lad_finding(c, 1, "source_differs_from_meta", "/source/dirty", "source dirty flag %s differs from /meta/dirty",
             json_is_true(dirty) ? "true" : "false");
-  const json_t *files = lad_get(c, s, "/source", "files", TY_ARR);
+  const json_t *files = lad_member(c, s, "/source", "files", JSON_ARRAY);
   if (!files || !json_array_size(files)) {
     lad_finding(c, 1, "source_files_missing", "/source/files", "no source file listed");
     return;
@@ -135,7 +135,7 @@ void lad_level1_source(struct lctx *c) {
     if (lad_keys(c, f, fp, freq, fopt)) return;
     const char *path = lad_str(c, f, fp, "path", 1);
     const char *sha = lad_str(c, f, fp, "sha256", 0);
-    const json_t *syms = lad_get(c, f, fp, "symbols", TY_ARR);
+    const json_t *syms = lad_member(c, f, fp, "symbols", JSON_ARRAY);
     if (c->bad) return;
     int path_ok = repo_relative(path);
     jr_ptr_key(q, fp, "path");
@@ -159,7 +159,7 @@ void lad_level1_source(struct lctx *c) {
       if (lad_keys(c, sym, sp, sreq, sopt)) return;
       const char *name = lad_str(c, sym, sp, "name", 1);
       const char *role = lad_str(c, sym, sp, "role", 0);
-      const json_t *lines = lad_get(c, sym, sp, "lines", TY_ARR);
+      const json_t *lines = lad_member(c, sym, sp, "lines", JSON_ARRAY);
       if (c->bad) return;
       if (lines && (json_array_size(lines) != 2 || !json_is_integer(json_array_get(lines, 0)) ||
                     !json_is_integer(json_array_get(lines, 1)))) {
@@ -230,12 +230,13 @@ void lad_level2_chain(struct lctx *c) {
   static const char *const opt[] = {"nodes", "edges", "required_layers", NULL};
   static const char *const nreq[] = {"id", "layer", NULL};
   static const char *const nopt[] = {"path", "symbol", NULL};
-  const json_t *ch = lad_get(c, c->b, "", "chain", TY_OBJ);
+  const json_t *ch = lad_member(c, c->b, "", "chain", JSON_OBJECT);
   if (!ch) { lad_finding(c, 2, "chain_missing", "/chain", "no call chain from cmd to the kernels"); return; }
   if (lad_keys(c, ch, "/chain", NULL, opt)) return;
-  const json_t *nodes = lad_get(c, ch, "/chain", "nodes", TY_ARR);
-  const json_t *edges = lad_get(c, ch, "/chain", "edges", TY_ARR);
-  const json_t *layers = lad_arr_of(c, ch, "/chain", "required_layers", TY_STR);
+  const json_t *nodes = lad_member(c, ch, "/chain", "nodes", JSON_ARRAY);
+  const json_t *edges = lad_member(c, ch, "/chain", "edges", JSON_ARRAY);
+  const json_t *layers = NULL;
+  LAD_READ(c, jr_str_array, ch, "/chain", "required_layers", 1, &layers);
   if (c->bad) return;
   size_t nn = nodes ? json_array_size(nodes) : 0;
   for (size_t i = 0; i < nn && !c->bad; i++) {
