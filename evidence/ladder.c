@@ -227,20 +227,20 @@ static void level0_status(struct lctx *c, const json_t *status) {
    * the H200 with an I/O call failing inside libcuda) leaves the checked call's level 5 standing. */
   if (!strcmp(t, "launch_failed") && json_is_true(passed)) ceiling = 5;
   if (ceiling >= 0 && L > ceiling)
-    lad_finding(c, 0, "status_contradicts_evidence", "/status/terminal", "terminal state %s stops at level %d, the evidence proves level %d", t, ceiling, L);
+    lad_finding(c, "status_contradicts_evidence", "/status/terminal", "terminal state %s stops at level %d, the evidence proves level %d", t, ceiling, L);
   if (!strcmp(t, "complete") && L < LADDER_MAX_LEVEL)
-    lad_finding(c, 0, "status_contradicts_evidence", "/status/terminal", "terminal state complete, but the evidence proves only level %d", L);
+    lad_finding(c, "status_contradicts_evidence", "/status/terminal", "terminal state complete, but the evidence proves only level %d", L);
   const char *want = !strcmp(t, "backend_rejected") ? "rejected" : !strcmp(t, "no_eligible_backend") ? "no_eligible" : NULL;
   if (want && c->outcome && strcmp(c->outcome, want))
-    lad_finding(c, 0, "status_contradicts_evidence", "/status/terminal", "terminal state %s, but the dispatch outcome is %s", t, c->outcome);
+    lad_finding(c, "status_contradicts_evidence", "/status/terminal", "terminal state %s, but the dispatch outcome is %s", t, c->outcome);
   if (!strcmp(t, "correctness_failed") && json_is_true(passed))
-    lad_finding(c, 0, "status_contradicts_evidence", "/status/terminal", "terminal state correctness_failed, but correctness passed");
+    lad_finding(c, "status_contradicts_evidence", "/status/terminal", "terminal state correctness_failed, but correctness passed");
   if (strcmp(t, "complete") && !json_array_size(json_object_get(status, "reasons")))
-    lad_finding(c, 0, "status_reasons_missing", "/status/reasons", "terminal state %s without a reason", t);
+    lad_finding(c, "status_reasons_missing", "/status/reasons", "terminal state %s without a reason", t);
   if (c->res->claimed > L)
-    lad_finding(c, 0, "claimed_level_exceeds_computed", "/claimed_level", "claims level %d, the evidence proves level %d", c->res->claimed, L);
+    lad_finding(c, "claimed_level_exceeds_computed", "/claimed_level", "claims level %d, the evidence proves level %d", c->res->claimed, L);
   for (size_t i = 0; i < c->narts; i++)
-    if (!c->arts[i].referenced && c->arts[i].reason) lad_finding(c, 0, c->arts[i].reason, c->arts[i].pointer, "%s", c->arts[i].detail);
+    if (!c->arts[i].referenced && c->arts[i].reason) lad_finding(c, c->arts[i].reason, c->arts[i].pointer, "%s", c->arts[i].detail);
 }
 
 /* Levels 1..6, then the bundle-wide level 0. */
@@ -255,6 +255,11 @@ static void sort_by_level(struct ladder_finding *f, size_t n) {
     f[j] = x;
   }
 }
+
+/* Each level's checks, in order; each records its findings independently of the others. */
+static void (*const LEVELS[LADDER_MAX_LEVEL + 1])(struct lctx *) = {
+    NULL, lad_level1_source, lad_level2_chain, lad_level3_loaded, lad_level4_dispatch, lad_level5_execution,
+    lad_level6_measurement};
 
 int ladder_evaluate(const json_t *bundle, const char *file, const struct ladder_opts *opts,
                     struct ladder_result *res, struct dkb_err *err) {
@@ -271,17 +276,13 @@ int ladder_evaluate(const json_t *bundle, const char *file, const struct ladder_
   lad_read_header(&c);
   const json_t *status = lad_read_status(&c);
   lad_read_artifacts(&c);
-  lad_level1_source(&c);
-  lad_level2_chain(&c);
-  lad_level3_loaded(&c);
-  lad_level4_dispatch(&c);
-  lad_level5_execution(&c);
-  lad_level6_measurement(&c);
+  for (c.level = 1; c.level <= LADDER_MAX_LEVEL; c.level++) LEVELS[c.level](&c);
   if (!c.bad) {
     int lowest = LADDER_MAX_LEVEL + 1;
     for (size_t i = 0; i < res->n; i++)
       if (res->findings[i].level >= 1 && res->findings[i].level < lowest) lowest = res->findings[i].level;
     res->computed = lowest - 1;
+    c.level = 0;
     level0_status(&c, status);
     sort_by_level(res->findings, res->n);
   }

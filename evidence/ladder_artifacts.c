@@ -61,7 +61,7 @@ void lad_read_artifacts(struct lctx *c) {
     for (size_t k = 0; k < c->narts; k++)
       if (!strcmp(c->arts[k].name, a->name)) dup = 1;
     if (dup) {
-      lad_finding(c, 0, "artifact_duplicate", q, "artifact '%s' is listed twice", a->name);
+      lad_finding(c, "artifact_duplicate", q, "artifact '%s' is listed twice", a->name);
       continue; /* lookups use the first entry */
     }
     c->narts++;
@@ -107,16 +107,14 @@ static struct art *art_find(struct lctx *c, const char *name) {
   return NULL;
 }
 
-/* Checks the {artifact, sha256} reference sec[key] for `level`. Returns the artifact when the reference
- * holds, NULL otherwise (with a finding; absent: missing_reason). */
-struct art *lad_ref(struct lctx *c, int level, const json_t *sec, const char *ptr, const char *key,
-                       const char *missing_reason, const char *what) {
+struct art *lad_ref(struct lctx *c, const json_t *sec, const char *ptr, const char *key, const char *missing_reason,
+                    const char *what) {
   static const char *const req[] = {"artifact", "sha256", NULL};
   char p[DKB_PTR_MAX], q[DKB_PTR_MAX];
   jr_ptr_key(p, ptr, key);
   const json_t *r = lad_member(c, sec, ptr, key, JSON_OBJECT);
   if (!r) {
-    lad_finding(c, level, missing_reason, p, "no %s", what);
+    lad_finding(c, missing_reason, p, "no %s", what);
     return NULL;
   }
   if (lad_keys(c, r, p, req, NULL)) return NULL;
@@ -125,23 +123,23 @@ struct art *lad_ref(struct lctx *c, int level, const json_t *sec, const char *pt
   if (c->bad) return NULL;
   jr_ptr_key(q, p, "sha256");
   if (!dkb_is_sha256_hex(sha)) {
-    lad_finding(c, level, "artifact_sha256_invalid", q, "'%s' is not 64 lower-case hex digits", sha);
+    lad_finding(c, "artifact_sha256_invalid", q, "'%s' is not 64 lower-case hex digits", sha);
     return NULL;
   }
   struct art *a = art_find(c, name);
   if (!a) {
     jr_ptr_key(q, p, "artifact");
-    lad_finding(c, level, "artifact_not_listed", q, "%s artifact '%s' is not in /artifacts", what, name);
+    lad_finding(c, "artifact_not_listed", q, "%s artifact '%s' is not in /artifacts", what, name);
     return NULL;
   }
   a->referenced = 1;
   if (strcmp(a->sha ? a->sha : "", sha)) {
-    lad_finding(c, level, "artifact_sha256_mismatch", q, "%s sha256 %s differs from /artifacts/%zu/sha256 %s", what, sha,
+    lad_finding(c, "artifact_sha256_mismatch", q, "%s sha256 %s differs from /artifacts/%zu/sha256 %s", what, sha,
             a->index, a->sha);
     return NULL;
   }
   if (a->reason) {
-    lad_finding(c, level, a->reason, a->pointer, "%s", a->detail);
+    lad_finding(c, a->reason, a->pointer, "%s", a->detail);
     return NULL;
   }
   return a;

@@ -15,12 +15,12 @@ static void check_digest(struct lctx *c, const json_t *d, const json_t *obj, con
   jr_ptr_key(q, "/dispatch", key);
   const char *sha = lad_str(c, d, "/dispatch", key, 0);
   if (c->bad) return;
-  if (!sha) { lad_finding(c, 4, missing, q, "no canonical digest of the %s", what); return; }
+  if (!sha) { lad_finding(c, missing, q, "no canonical digest of the %s", what); return; }
   if (!obj) return;
   char hex[65];
   struct dkb_err e;
-  if (cjson_digest(obj, hex, &e)) { lad_finding(c, 4, mismatch, q, "the %s has no canonical form: %s", what, e.msg); return; }
-  if (strcmp(hex, sha)) lad_finding(c, 4, mismatch, q, "recorded %s, the %s recomputes to %s", sha, what, hex);
+  if (cjson_digest(obj, hex, &e)) { lad_finding(c, mismatch, q, "the %s has no canonical form: %s", what, e.msg); return; }
+  if (strcmp(hex, sha)) lad_finding(c, mismatch, q, "recorded %s, the %s recomputes to %s", sha, what, hex);
 }
 
 /* o[key] must have JSON type t (JSON_TRUE: a boolean); its value is not needed here. */
@@ -43,7 +43,7 @@ static void level4_call_key(struct lctx *c, const json_t *ck) {
     char q[DKB_PTR_MAX];
     jr_ptr_key(q, "/dispatch/call_key", f);
     const json_t *v = json_object_get(ck, f);
-    if (!v) { lad_finding(c, 4, "call_key_field_missing", q, "the call key has no %s", f); continue; }
+    if (!v) { lad_finding(c, "call_key_field_missing", q, "the call key has no %s", f); continue; }
     if (!strcmp(f, "page_size") && json_is_null(v)) continue; /* not paged */
     if (!strcmp(f, "mask") && json_is_object(v)) continue;    /* a mask program */
     read_typed(c, ck, "/dispatch/call_key", f, types[i]);
@@ -54,12 +54,12 @@ static void level4_call_key(struct lctx *c, const json_t *ck) {
   if (c->bad) return;
   const json_t *B = json_object_get(ck, "B"), *sk = json_object_get(ck, "S_k_per_request");
   if (json_is_integer(B) && json_is_array(sk) && (json_int_t)json_array_size(sk) != json_integer_value(B))
-    lad_finding(c, 4, "call_key_inconsistent", "/dispatch/call_key/S_k_per_request", "%zu lengths for B = %lld requests",
+    lad_finding(c, "call_key_inconsistent", "/dispatch/call_key/S_k_per_request", "%zu lengths for B = %lld requests",
             json_array_size(sk), (long long)json_integer_value(B));
   const json_t *hq = json_object_get(ck, "H_q"), *hkv = json_object_get(ck, "H_kv");
   if (json_is_integer(hq) && json_is_integer(hkv) &&
       (json_integer_value(hkv) < 1 || json_integer_value(hq) % json_integer_value(hkv)))
-    lad_finding(c, 4, "call_key_inconsistent", "/dispatch/call_key/H_kv", "H_q = %lld is not a multiple of H_kv = %lld",
+    lad_finding(c, "call_key_inconsistent", "/dispatch/call_key/H_kv", "H_q = %lld is not a multiple of H_kv = %lld",
             (long long)json_integer_value(hq), (long long)json_integer_value(hkv));
 }
 
@@ -71,14 +71,14 @@ void lad_level4_dispatch(struct lctx *c) {
   static const char *const copt[] = {"reasons", NULL};
   static const char *const outcomes[] = {"selected", "rejected", "no_eligible", NULL};
   const json_t *d = lad_member(c, c->b, "", "dispatch", JSON_OBJECT);
-  if (!d) { lad_finding(c, 4, "dispatch_missing", "/dispatch", "no dispatch record"); return; }
+  if (!d) { lad_finding(c, "dispatch_missing", "/dispatch", "no dispatch record"); return; }
   if (lad_keys(c, d, "/dispatch", NULL, opt)) return;
   const json_t *ck = lad_member(c, d, "/dispatch", "call_key", JSON_OBJECT);
   c->call_key = ck;
-  if (!ck) lad_finding(c, 4, "call_key_missing", "/dispatch/call_key", "no readable call key");
+  if (!ck) lad_finding(c, "call_key_missing", "/dispatch/call_key", "no readable call key");
   else level4_call_key(c, ck);
   check_digest(c, d, ck, "call_key_sha256", "call_key_sha256_missing", "call_key_sha256_mismatch", "call key");
-  lad_ref(c, 4, d, "/dispatch", "diagnostic", "diagnostic_missing", "dispatch diagnostic");
+  lad_ref(c, d, "/dispatch", "diagnostic", "diagnostic_missing", "dispatch diagnostic");
   const char *request = lad_str(c, d, "/dispatch", "request", 1);
   int oc = -1;
   LAD_READ(c, jr_enum, d, "/dispatch", "outcome", outcomes, &oc);
@@ -90,10 +90,10 @@ void lad_level4_dispatch(struct lctx *c) {
   if (c->bad) return;
   if (sel && !*sel) { lad_malformed(c, "/dispatch/selected", "must not be empty"); return; }
   c->outcome = oc >= 0 ? outcomes[oc] : NULL;
-  if (!request) lad_finding(c, 4, "request_missing", "/dispatch/request", "no backend request");
-  if (oc < 0) lad_finding(c, 4, "outcome_missing", "/dispatch/outcome", "no dispatch outcome");
+  if (!request) lad_finding(c, "request_missing", "/dispatch/request", "no backend request");
+  if (oc < 0) lad_finding(c, "outcome_missing", "/dispatch/outcome", "no dispatch outcome");
   size_t nc = cands ? json_array_size(cands) : 0;
-  if (!nc) lad_finding(c, 4, "candidates_missing", "/dispatch/candidates", "no candidate list");
+  if (!nc) lad_finding(c, "candidates_missing", "/dispatch/candidates", "no candidate list");
   long best = -1;            /* first eligible in-domain candidate by priority */
   long long best_pri = 0;
   for (size_t i = 0; i < nc && !c->bad; i++) {
@@ -113,12 +113,12 @@ void lad_level4_dispatch(struct lctx *c) {
     for (size_t k = 0; k < i; k++)
       if (!strcmp(name, json_string_value(json_object_get(json_array_get(cands, k), "backend")))) {
         jr_ptr_key(q, cp, "backend");
-        lad_finding(c, 4, "candidate_duplicate", q, "'%s' is also /dispatch/candidates/%zu", name, k);
+        lad_finding(c, "candidate_duplicate", q, "'%s' is also /dispatch/candidates/%zu", name, k);
         break;
       }
-    if (eligible && !in_domain) lad_finding(c, 4, "candidate_reasons_inconsistent", cp, "'%s' is eligible but outside the candidate domain", name);
-    else if (!eligible && !nr) lad_finding(c, 4, "candidate_reasons_inconsistent", cp, "'%s' is ineligible without a reason", name);
-    else if (eligible && nr) lad_finding(c, 4, "candidate_reasons_inconsistent", cp, "'%s' is eligible but lists %zu rejection reason%s", name, nr, nr == 1 ? "" : "s");
+    if (eligible && !in_domain) lad_finding(c, "candidate_reasons_inconsistent", cp, "'%s' is eligible but outside the candidate domain", name);
+    else if (!eligible && !nr) lad_finding(c, "candidate_reasons_inconsistent", cp, "'%s' is ineligible without a reason", name);
+    else if (eligible && nr) lad_finding(c, "candidate_reasons_inconsistent", cp, "'%s' is eligible but lists %zu rejection reason%s", name, nr, nr == 1 ? "" : "s");
     if (eligible && in_domain && (best < 0 || pri < best_pri)) { best = (long)i; best_pri = pri; }
   }
   int forced = request && strcmp(request, "auto");
@@ -131,32 +131,32 @@ void lad_level4_dispatch(struct lctx *c) {
   const json_t *rc = req_i >= 0 ? json_array_get(cands, (size_t)req_i) : NULL;
   int req_eligible = rc && json_is_true(json_object_get(rc, "eligible")) && json_is_true(json_object_get(rc, "in_domain"));
   if (forced && nc && req_i < 0)
-    lad_finding(c, 4, "forced_request_not_candidate", "/dispatch/request", "forced backend '%s' is not among the candidates", request);
+    lad_finding(c, "forced_request_not_candidate", "/dispatch/request", "forced backend '%s' is not among the candidates", request);
   if (oc == 0) {
-    if (!sel) lad_finding(c, 4, "selected_missing", "/dispatch/selected", "outcome is selected but no backend is named");
+    if (!sel) lad_finding(c, "selected_missing", "/dispatch/selected", "outcome is selected but no backend is named");
     else {
       const json_t *scd = sel_i >= 0 ? json_array_get(cands, (size_t)sel_i) : NULL;
       if (!scd || !json_is_true(json_object_get(scd, "eligible")) || !json_is_true(json_object_get(scd, "in_domain")))
-        lad_finding(c, 4, "selected_not_eligible", "/dispatch/selected", "'%s' is not an eligible in-domain candidate", sel);
+        lad_finding(c, "selected_not_eligible", "/dispatch/selected", "'%s' is not an eligible in-domain candidate", sel);
       else if (forced && strcmp(sel, request))
-        lad_finding(c, 4, "forced_request_fell_back", "/dispatch/selected", "forced '%s' but selected '%s'", request, sel);
+        lad_finding(c, "forced_request_fell_back", "/dispatch/selected", "forced '%s' but selected '%s'", request, sel);
       else if (!forced && request && best >= 0 &&
                json_integer_value(json_object_get(scd, "priority")) > best_pri)
-        lad_finding(c, 4, "auto_selection_not_first_eligible", "/dispatch/selected",
+        lad_finding(c, "auto_selection_not_first_eligible", "/dispatch/selected",
                 "auto selected '%s' (priority %lld) over eligible '%s' (priority %lld)", sel,
                 (long long)json_integer_value(json_object_get(scd, "priority")),
                 json_string_value(json_object_get(json_array_get(cands, (size_t)best), "backend")), best_pri);
     }
   } else if (oc > 0) {
-    if (sel) lad_finding(c, 4, "outcome_contradicts_candidates", "/dispatch/selected", "outcome %s names selected backend '%s'", outcomes[oc], sel);
+    if (sel) lad_finding(c, "outcome_contradicts_candidates", "/dispatch/selected", "outcome %s names selected backend '%s'", outcomes[oc], sel);
     else if (oc == 1 && request && !forced)
-      lad_finding(c, 4, "outcome_contradicts_candidates", "/dispatch/outcome", "rejected is the outcome of a forced request, the request is auto");
+      lad_finding(c, "outcome_contradicts_candidates", "/dispatch/outcome", "rejected is the outcome of a forced request, the request is auto");
     else if (oc == 1 && req_eligible)
-      lad_finding(c, 4, "outcome_contradicts_candidates", "/dispatch/outcome", "forced '%s' is eligible but the outcome is rejected", request);
+      lad_finding(c, "outcome_contradicts_candidates", "/dispatch/outcome", "forced '%s' is eligible but the outcome is rejected", request);
     else if (oc == 2 && forced)
-      lad_finding(c, 4, "outcome_contradicts_candidates", "/dispatch/outcome", "a forced request is selected or rejected, never no_eligible");
+      lad_finding(c, "outcome_contradicts_candidates", "/dispatch/outcome", "a forced request is selected or rejected, never no_eligible");
     else if (oc == 2 && best >= 0)
-      lad_finding(c, 4, "outcome_contradicts_candidates", "/dispatch/outcome", "no_eligible but '%s' is eligible",
+      lad_finding(c, "outcome_contradicts_candidates", "/dispatch/outcome", "no_eligible but '%s' is eligible",
               json_string_value(json_object_get(json_array_get(cands, (size_t)best), "backend")));
   }
   /* plan state of the selected backend */
@@ -169,11 +169,11 @@ void lad_level4_dispatch(struct lctx *c) {
   if (c->bad) return;
   c->split_count = have_split ? split : 0;
   int selected = oc == 0;
-  if (selected && !have_split) lad_finding(c, 4, "split_count_missing", "/dispatch/split_count", "no split count for the selected plan");
-  if (selected && !have_ws) lad_finding(c, 4, "workspace_bytes_missing", "/dispatch/workspace_bytes", "no workspace size for the selected plan");
+  if (selected && !have_split) lad_finding(c, "split_count_missing", "/dispatch/split_count", "no split count for the selected plan");
+  if (selected && !have_ws) lad_finding(c, "workspace_bytes_missing", "/dispatch/workspace_bytes", "no workspace size for the selected plan");
   if (have_split && have_ws && split > 1 && ws == 0)
-    lad_finding(c, 4, "workspace_inconsistent", "/dispatch/workspace_bytes", "%lld splits need partial-state workspace, 0 bytes recorded", split);
-  if (selected && !pk) lad_finding(c, 4, "plan_key_missing", "/dispatch/plan_key", "no readable plan key");
+    lad_finding(c, "workspace_inconsistent", "/dispatch/workspace_bytes", "%lld splits need partial-state workspace, 0 bytes recorded", split);
+  if (selected && !pk) lad_finding(c, "plan_key_missing", "/dispatch/plan_key", "no readable plan key");
   if (selected || pk || json_object_get(d, "plan_key_sha256"))
     check_digest(c, d, pk, "plan_key_sha256", "plan_key_sha256_missing", "plan_key_sha256_mismatch", "plan key");
   if (pk && ck) {
@@ -184,7 +184,7 @@ void lad_level4_dispatch(struct lctx *c) {
       if (w && !json_equal(v, w)) {
         char q[DKB_PTR_MAX];
         jr_ptr_key(q, "/dispatch/plan_key", k);
-        lad_finding(c, 4, "plan_key_contradicts_call_key", q, "plan key %s differs from /dispatch/call_key/%s", k, k);
+        lad_finding(c, "plan_key_contradicts_call_key", q, "plan key %s differs from /dispatch/call_key/%s", k, k);
       }
     }
   }
@@ -192,13 +192,13 @@ void lad_level4_dispatch(struct lctx *c) {
     const char *pb = json_string_value(json_object_get(pk, "backend"));
     const json_t *ps = json_object_get(pk, "split_count"), *pw = json_object_get(pk, "workspace_bytes");
     if (pb && sel && strcmp(pb, sel))
-      lad_finding(c, 4, "plan_key_contradicts_dispatch", "/dispatch/plan_key/backend", "plan for '%s', selected '%s'", pb, sel);
+      lad_finding(c, "plan_key_contradicts_dispatch", "/dispatch/plan_key/backend", "plan for '%s', selected '%s'", pb, sel);
     if (ps && have_split && !(json_is_integer(ps) && json_integer_value(ps) == split))
-      lad_finding(c, 4, "plan_key_contradicts_dispatch", "/dispatch/plan_key/split_count", "plan key split_count differs from /dispatch/split_count %lld", split);
+      lad_finding(c, "plan_key_contradicts_dispatch", "/dispatch/plan_key/split_count", "plan key split_count differs from /dispatch/split_count %lld", split);
     if (pw && have_ws && !(json_is_integer(pw) && json_integer_value(pw) == ws))
-      lad_finding(c, 4, "plan_key_contradicts_dispatch", "/dispatch/plan_key/workspace_bytes", "plan key workspace_bytes differs from /dispatch/workspace_bytes %lld", ws);
+      lad_finding(c, "plan_key_contradicts_dispatch", "/dispatch/plan_key/workspace_bytes", "plan key workspace_bytes differs from /dispatch/workspace_bytes %lld", ws);
   }
   if (selected && (!rk || !json_array_size(rk)))
-    lad_finding(c, 4, "required_kernels_missing", "/dispatch/required_kernels", "no kernel list for the selected plan");
+    lad_finding(c, "required_kernels_missing", "/dispatch/required_kernels", "no kernel list for the selected plan");
 }
 

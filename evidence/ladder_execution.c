@@ -83,30 +83,30 @@ void lad_level5_execution(struct lctx *c) {
   static const char *const kopt[] = {"demangled", "launches", "grid", "block", "registers", "shared_bytes", NULL};
   const json_t *x = lad_member(c, c->b, "", "execution", JSON_OBJECT);
   if (c->outcome && strcmp(c->outcome, "selected"))
-    lad_finding(c, 5, "no_backend_selected", "/dispatch/outcome", "dispatch outcome %s: no backend ran", c->outcome);
-  if (!x) { lad_finding(c, 5, "execution_missing", "/execution", "no profiler observation of the call"); return; }
+    lad_finding(c, "no_backend_selected", "/dispatch/outcome", "dispatch outcome %s: no backend ran", c->outcome);
+  if (!x) { lad_finding(c, "execution_missing", "/execution", "no profiler observation of the call"); return; }
   if (lad_keys(c, x, "/execution", NULL, opt)) return;
-  lad_ref(c, 5, x, "/execution", "trace", "trace_missing", "profiler trace");
+  lad_ref(c, x, "/execution", "trace", "trace_missing", "profiler trace");
   if (!lad_str(c, x, "/execution", "nvtx_range", 0))
-    lad_finding(c, 5, "nvtx_range_missing", "/execution/nvtx_range", "no NVTX range around the call");
+    lad_finding(c, "nvtx_range_missing", "/execution/nvtx_range", "no NVTX range around the call");
   long long v = 0;
   if (!LAD_READ(c, jr_int, x, "/execution", "external_correlation_id", 0, LLONG_MAX, &v))
-    lad_finding(c, 5, "external_correlation_missing", "/execution/external_correlation_id", "no external correlation id");
+    lad_finding(c, "external_correlation_missing", "/execution/external_correlation_id", "no external correlation id");
   if (!LAD_READ(c, jr_int, x, "/execution", "dropped_records", 0, LLONG_MAX, &v))
-    lad_finding(c, 5, "trace_dropped_records", "/execution/dropped_records", "the number of dropped profiler records is not recorded");
+    lad_finding(c, "trace_dropped_records", "/execution/dropped_records", "the number of dropped profiler records is not recorded");
   else if (v > 0)
-    lad_finding(c, 5, "trace_dropped_records", "/execution/dropped_records", "the profiler dropped %lld records: launch counts may be incomplete", v);
+    lad_finding(c, "trace_dropped_records", "/execution/dropped_records", "the profiler dropped %lld records: launch counts may be incomplete", v);
   const json_t *prof = lad_member(c, x, "/execution", "profiler", JSON_OBJECT);
-  if (!prof) lad_finding(c, 5, "profiler_missing", "/execution/profiler", "no profiler name and version");
+  if (!prof) lad_finding(c, "profiler_missing", "/execution/profiler", "no profiler name and version");
   else if (!lad_keys(c, prof, "/execution/profiler", NULL, popt)) {
-    if (!lad_str(c, prof, "/execution/profiler", "name", 0)) lad_finding(c, 5, "profiler_missing", "/execution/profiler/name", "no profiler name");
-    if (!lad_str(c, prof, "/execution/profiler", "version", 0)) lad_finding(c, 5, "profiler_missing", "/execution/profiler/version", "no profiler version");
+    if (!lad_str(c, prof, "/execution/profiler", "name", 0)) lad_finding(c, "profiler_missing", "/execution/profiler/name", "no profiler name");
+    if (!lad_str(c, prof, "/execution/profiler", "version", 0)) lad_finding(c, "profiler_missing", "/execution/profiler/version", "no profiler version");
   }
   if (c->loaded_present && !c->has_cupti)
-    lad_finding(c, 5, "profiler_library_not_loaded", "/loaded/objects", "no object with role cupti: the profiler was not loaded");
+    lad_finding(c, "profiler_library_not_loaded", "/loaded/objects", "no object with role cupti: the profiler was not loaded");
   const json_t *ks = lad_member(c, x, "/execution", "kernels", JSON_ARRAY);
   size_t nk = ks ? json_array_size(ks) : 0;
-  if (!nk) lad_finding(c, 5, "kernels_missing", "/execution/kernels", "no kernel record");
+  if (!nk) lad_finding(c, "kernels_missing", "/execution/kernels", "no kernel record");
   for (size_t i = 0; i < nk && !c->bad; i++) {
     char kp[DKB_PTR_MAX], q[DKB_PTR_MAX];
     jr_ptr_idx(kp, "/execution/kernels", i);
@@ -127,11 +127,11 @@ void lad_level5_execution(struct lctx *c) {
     free(block);
     if (c->bad) return;
     jr_ptr_key(q, kp, "launches");
-    if (!have_l) lad_finding(c, 5, "kernel_launches_missing", q, "no launch count for '%s'", sym);
-    else if (launches < 1) lad_finding(c, 5, "kernel_launches_not_positive", q, "'%s' was launched 0 times", sym);
+    if (!have_l) lad_finding(c, "kernel_launches_missing", q, "no launch count for '%s'", sym);
+    else if (launches < 1) lad_finding(c, "kernel_launches_not_positive", q, "'%s' was launched 0 times", sym);
     if (!grid_ok || !block_ok) {
       jr_ptr_key(q, kp, !grid_ok ? "grid" : "block");
-      lad_finding(c, 5, "kernel_geometry_invalid", q, "'%s' has no positive [x, y, z] %s", sym, !grid_ok ? "grid" : "block");
+      lad_finding(c, "kernel_geometry_invalid", q, "'%s' has no positive [x, y, z] %s", sym, !grid_ok ? "grid" : "block");
     }
   }
   if (c->bad) return;
@@ -142,15 +142,15 @@ void lad_level5_execution(struct lctx *c) {
       if (name && !kernel_launched(ks, name)) {
         char q[DKB_PTR_MAX];
         jr_ptr_idx(q, "/dispatch/required_kernels", i);
-        lad_finding(c, 5, "required_kernel_not_observed", q, "'%s' is required by the plan but not observed with launches > 0", name);
+        lad_finding(c, "required_kernel_not_observed", q, "'%s' is required by the plan but not observed with launches > 0", name);
       }
     }
   /* A fused kernel (layer "producer+combine": its last CTA per group merges the slots, 0x03C) proves both. */
   const int fused = layer_launched(c, ks, "producer+combine") == 1;
   if (layer_launched(c, ks, "producer") == 0 && !fused)
-    lad_finding(c, 5, "producer_kernel_not_observed", "/execution/kernels", "no launched kernel is a chain producer node");
+    lad_finding(c, "producer_kernel_not_observed", "/execution/kernels", "no launched kernel is a chain producer node");
   if (c->split_count > 1 && layer_launched(c, ks, "combine") == 0 && !fused)
-    lad_finding(c, 5, "combine_kernel_not_observed", "/execution/kernels",
+    lad_finding(c, "combine_kernel_not_observed", "/execution/kernels",
             "split_count %lld but no launched kernel is a chain combine or producer+combine node", c->split_count);
 }
 

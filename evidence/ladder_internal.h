@@ -30,6 +30,7 @@ struct lctx {
   struct jr r;
   int bad;                  /* not a bundle: r.err holds why; everything after is skipped */
   struct ladder_result *res;
+  int level;                /* the level being graded (0: bundle-wide): where artifact reasons are reported */
   const struct ladder_opts *o;
   const json_t *b;
   struct art *arts;
@@ -67,9 +68,10 @@ const char *lad_str(struct lctx *c, const json_t *o, const char *ptr, const char
 
 /* The document is not a bundle: the first such error is kept in c->r.err, and nothing more is read. */
 void lad_malformed(struct lctx *c, const char *ptr, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-/* Records a finding of reason (an id of ladder_reasons) at level. */
-void lad_finding(struct lctx *c, int level, const char *reason, const char *ptr, const char *fmt, ...)
-    __attribute__((format(printf, 5, 6)));
+/* Records a finding of reason, an id of ladder_reasons, at the reason's level (an artifact reason, level
+ * -1 in the table, at c->level: the level whose section refers to the artifact). */
+void lad_finding(struct lctx *c, const char *reason, const char *ptr, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
 /* jr_keys(); -1 (and c->bad) when o is not an object with exactly those keys. */
 int lad_keys(struct lctx *c, const json_t *o, const char *ptr, const char *const *req, const char *const *opt);
 
@@ -84,10 +86,10 @@ const char *lad_unqualified(const char *s);
 
 /* Reads /artifacts and, with opts->bundle_dir, checks each file's size and SHA-256. */
 void lad_read_artifacts(struct lctx *c);
-/* Checks the {artifact, sha256} reference sec[key] for `level`. Returns the artifact when the reference
- * holds, NULL otherwise (with a finding; absent: missing_reason). */
-struct art *lad_ref(struct lctx *c, int level, const json_t *sec, const char *ptr, const char *key,
-                    const char *missing_reason, const char *what);
+/* Checks the {artifact, sha256} reference sec[key] of level c->level. Returns the artifact when the
+ * reference holds, NULL otherwise (with a finding; absent: missing_reason). */
+struct art *lad_ref(struct lctx *c, const json_t *sec, const char *ptr, const char *key, const char *missing_reason,
+                    const char *what);
 /* Parses an artifact that holds JSON; NULL when it is not available or not JSON. */
 json_t *lad_art_json(struct lctx *c, const struct art *a);
 

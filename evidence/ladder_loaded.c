@@ -37,7 +37,7 @@ static void level3_device(struct lctx *c, const json_t *ld) {
   static const char *const fields[] = {"name", "compute_capability", "sm_count", "driver_version", "runtime_version",
                                        "pci_bus_id", NULL};
   const json_t *d = lad_member(c, ld, "/loaded", "device", JSON_OBJECT);
-  if (!d) { lad_finding(c, 3, "device_missing", "/loaded/device", "no GPU device coordinate"); return; }
+  if (!d) { lad_finding(c, "device_missing", "/loaded/device", "no GPU device coordinate"); return; }
   if (lad_keys(c, d, "/loaded/device", NULL, fields)) return;
   const char *name = lad_str(c, d, "/loaded/device", "name", 0);
   const char *cc = lad_str(c, d, "/loaded/device", "compute_capability", 0);
@@ -52,16 +52,16 @@ static void level3_device(struct lctx *c, const json_t *ld) {
     if (!vals[i]) {
       char q[DKB_PTR_MAX];
       jr_ptr_key(q, "/loaded/device", fields[i]);
-      lad_finding(c, 3, "device_field_missing", q, "no %s", fields[i]);
+      lad_finding(c, "device_field_missing", q, "no %s", fields[i]);
     }
   if (cc) {
     const char *dot = strchr(cc, '.');
     if (!dot || dot == cc || !dot[1] || !lad_digits(cc, (size_t)(dot - cc)) || !lad_digits(dot + 1, strlen(dot + 1)))
-      lad_finding(c, 3, "device_field_invalid", "/loaded/device/compute_capability", "'%s' is not a compute capability like 9.0", cc);
+      lad_finding(c, "device_field_invalid", "/loaded/device/compute_capability", "'%s' is not a compute capability like 9.0", cc);
   }
-  if (have_sm && sm < 1) lad_finding(c, 3, "device_field_invalid", "/loaded/device/sm_count", "sm_count %lld is not a GPU", sm);
-  if (drv && !strcmp(drv, "0")) lad_finding(c, 3, "device_field_invalid", "/loaded/device/driver_version", "driver version 0: no CUDA driver");
-  if (rt && !strcmp(rt, "0")) lad_finding(c, 3, "device_field_invalid", "/loaded/device/runtime_version", "runtime version 0: no CUDA runtime");
+  if (have_sm && sm < 1) lad_finding(c, "device_field_invalid", "/loaded/device/sm_count", "sm_count %lld is not a GPU", sm);
+  if (drv && !strcmp(drv, "0")) lad_finding(c, "device_field_invalid", "/loaded/device/driver_version", "driver version 0: no CUDA driver");
+  if (rt && !strcmp(rt, "0")) lad_finding(c, "device_field_invalid", "/loaded/device/runtime_version", "runtime version 0: no CUDA runtime");
 }
 
 void lad_level3_loaded(struct lctx *c) {
@@ -70,19 +70,19 @@ void lad_level3_loaded(struct lctx *c) {
   static const char *const oopt[] = {"sha256", "bytes", NULL};
   static const char *const kreq[] = {"symbol", "binary_version", "ptx_version", NULL};
   const json_t *ld = lad_member(c, c->b, "", "loaded", JSON_OBJECT);
-  if (!ld) { lad_finding(c, 3, "loaded_missing", "/loaded", "no loaded-artifact closure"); return; }
+  if (!ld) { lad_finding(c, "loaded_missing", "/loaded", "no loaded-artifact closure"); return; }
   c->loaded_present = 1;
   if (lad_keys(c, ld, "/loaded", NULL, opt)) return;
-  struct art *map = lad_ref(c, 3, ld, "/loaded", "loader_map", "loader_map_missing", "loader map");
+  struct art *map = lad_ref(c, ld, "/loaded", "loader_map", "loader_map_missing", "loader map");
   json_t *mapdoc = lad_art_json(c, map);
   if (map && map->have_file && !loader_map_well_formed(mapdoc)) {
-    lad_finding(c, 3, "loader_map_unreadable", "/loaded/loader_map", "artifact '%s' is not a JSON object with objects [{path, sha256}]", map->name);
+    lad_finding(c, "loader_map_unreadable", "/loaded/loader_map", "artifact '%s' is not a JSON object with objects [{path, sha256}]", map->name);
     json_decref(mapdoc);
     mapdoc = NULL;
   }
   const json_t *objs = lad_member(c, ld, "/loaded", "objects", JSON_ARRAY);
   int roles[8] = {0};
-  if (!objs || !json_array_size(objs)) lad_finding(c, 3, "loaded_objects_missing", "/loaded/objects", "no loaded object listed");
+  if (!objs || !json_array_size(objs)) lad_finding(c, "loaded_objects_missing", "/loaded/objects", "no loaded object listed");
   for (size_t i = 0; objs && i < json_array_size(objs) && !c->bad; i++) {
     char op[DKB_PTR_MAX], q[DKB_PTR_MAX];
     jr_ptr_idx(op, "/loaded/objects", i);
@@ -97,37 +97,37 @@ void lad_level3_loaded(struct lctx *c) {
     if (c->bad) break;
     roles[role]++;
     jr_ptr_key(q, op, "path");
-    if (path[0] != '/') lad_finding(c, 3, "loaded_object_path_not_absolute", q, "'%s' is not an absolute path", path);
+    if (path[0] != '/') lad_finding(c, "loaded_object_path_not_absolute", q, "'%s' is not an absolute path", path);
     for (size_t k = 0; k < i; k++)
       if (!strcmp(path, json_string_value(json_object_get(json_array_get(objs, k), "path")))) {
-        lad_finding(c, 3, "loaded_object_duplicate", q, "'%s' is also /loaded/objects/%zu", path, k);
+        lad_finding(c, "loaded_object_duplicate", q, "'%s' is also /loaded/objects/%zu", path, k);
         break;
       }
     jr_ptr_key(q, op, "sha256");
-    if (!sha) lad_finding(c, 3, "loaded_object_sha256_missing", q, "no SHA-256 of '%s'", path);
-    else if (!dkb_is_sha256_hex(sha)) lad_finding(c, 3, "loaded_object_sha256_invalid", q, "'%s' is not 64 lower-case hex digits", sha);
+    if (!sha) lad_finding(c, "loaded_object_sha256_missing", q, "no SHA-256 of '%s'", path);
+    else if (!dkb_is_sha256_hex(sha)) lad_finding(c, "loaded_object_sha256_invalid", q, "'%s' is not 64 lower-case hex digits", sha);
     else if (mapdoc && !in_loader_map(mapdoc, path, sha))
-      lad_finding(c, 3, "loaded_object_not_in_loader_map", op, "'%s' with sha256 %s is not in loader map '%s'", path, sha, map->name);
+      lad_finding(c, "loaded_object_not_in_loader_map", op, "'%s' with sha256 %s is not in loader map '%s'", path, sha, map->name);
     if (bytes < 1) {
       jr_ptr_key(q, op, "bytes");
-      lad_finding(c, 3, "loaded_object_bytes_missing", q, "no positive size of '%s'", path);
+      lad_finding(c, "loaded_object_bytes_missing", q, "no positive size of '%s'", path);
     }
   }
   json_decref(mapdoc);
   c->has_cupti = roles[ROLE_CUPTI] > 0;
   if (objs && json_array_size(objs) && !c->bad) {
-    if (!roles[ROLE_DKB]) lad_finding(c, 3, "loaded_executable_missing", "/loaded/objects", "no object with role dkb (the executable)");
-    if (!roles[ROLE_CUDART]) lad_finding(c, 3, "loaded_cudart_missing", "/loaded/objects", "no object with role cudart (libcudart)");
-    if (!roles[ROLE_CUDA]) lad_finding(c, 3, "loaded_driver_missing", "/loaded/objects", "no object with role cuda (libcuda.so.1)");
+    if (!roles[ROLE_DKB]) lad_finding(c, "loaded_executable_missing", "/loaded/objects", "no object with role dkb (the executable)");
+    if (!roles[ROLE_CUDART]) lad_finding(c, "loaded_cudart_missing", "/loaded/objects", "no object with role cudart (libcudart)");
+    if (!roles[ROLE_CUDA]) lad_finding(c, "loaded_driver_missing", "/loaded/objects", "no object with role cuda (libcuda.so.1)");
   }
-  struct art *br = lad_ref(c, 3, ld, "/loaded", "build_report", "build_report_missing", "build report");
+  struct art *br = lad_ref(c, ld, "/loaded", "build_report", "build_report_missing", "build report");
   if (br && br->have_file) {
     json_t *doc = lad_art_json(c, br);
     const char *commit = json_string_value(json_object_get(doc, "commit"));
     if (!json_is_object(doc) || !commit)
-      lad_finding(c, 3, "build_report_unreadable", "/loaded/build_report", "artifact '%s' is not a JSON object with a commit", br->name);
+      lad_finding(c, "build_report_unreadable", "/loaded/build_report", "artifact '%s' is not a JSON object with a commit", br->name);
     else if (c->source_commit && strcmp(commit, c->source_commit))
-      lad_finding(c, 3, "build_report_commit_mismatch", "/loaded/build_report", "build report commit %s differs from source commit %s",
+      lad_finding(c, "build_report_commit_mismatch", "/loaded/build_report", "build report commit %s differs from source commit %s",
               commit, c->source_commit);
     json_decref(doc);
   }

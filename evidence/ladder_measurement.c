@@ -34,15 +34,15 @@ static void level6_cmp(struct lctx *c, const json_t *cmp, const char *p, int pas
   char q[DKB_PTR_MAX];
   if (is_output && n == 0) {
     jr_ptr_key(q, p, "n");
-    lad_finding(c, 6, "correctness_output_empty", q, "the output comparison compared 0 elements");
+    lad_finding(c, "correctness_output_empty", q, "the output comparison compared 0 elements");
   }
   if (passed && (viol || nan || inf)) {
     jr_ptr_key(q, p, viol ? "violations" : nan ? "nan" : "inf");
-    lad_finding(c, 6, "correctness_passed_with_violations", q, "passed is true with %lld violations, %lld NaN, %lld Inf", viol, nan, inf);
+    lad_finding(c, "correctness_passed_with_violations", q, "passed is true with %lld violations, %lld NaN, %lld Inf", viol, nan, inf);
   }
   if (has_ratio && !viol && ratio > 1) {  /* an element beyond its tolerance is a violation */
     jr_ptr_key(q, p, "max_ratio");
-    lad_finding(c, 6, "correctness_ratio_beyond_tolerance", q, "max_ratio %g > 1 with 0 violations", ratio);
+    lad_finding(c, "correctness_ratio_beyond_tolerance", q, "max_ratio %g > 1 with 0 violations", ratio);
   }
 }
 
@@ -56,28 +56,28 @@ static void level6_correctness(struct lctx *c, const json_t *m) {
                                     "lse_rtol", "cache_rule", NULL};
   const char *p = "/measurement/correctness";
   const json_t *cr = lad_member(c, m, "/measurement", "correctness", JSON_OBJECT);
-  if (!cr) { lad_finding(c, 6, "correctness_missing", p, "no comparison against the float64 oracle"); return; }
+  if (!cr) { lad_finding(c, "correctness_missing", p, "no comparison against the float64 oracle"); return; }
   if (lad_keys(c, cr, p, NULL, opt)) return;
-  if (!lad_str(c, cr, p, "reference", 0)) lad_finding(c, 6, "correctness_reference_missing", "/measurement/correctness/reference", "no reference named");
+  if (!lad_str(c, cr, p, "reference", 0)) lad_finding(c, "correctness_reference_missing", "/measurement/correctness/reference", "no reference named");
   static const char *const tols[] = {"atol", "rtol"};
   const json_t *frozen = json_object_get(c->call_key, "tolerances");
   for (int i = 0; i < 2; i++) {
     char q[DKB_PTR_MAX];
     double tol;
     jr_ptr_key(q, p, tols[i]);
-    if (!LAD_READ(c, jr_num, cr, p, tols[i], 0, INFINITY, &tol)) { lad_finding(c, 6, "correctness_tolerance_missing", q, "no %s", tols[i]); continue; }
+    if (!LAD_READ(c, jr_num, cr, p, tols[i], 0, INFINITY, &tol)) { lad_finding(c, "correctness_tolerance_missing", q, "no %s", tols[i]); continue; }
     const json_t *f = json_object_get(frozen, tols[i]);
     if (json_is_object(frozen) && !(json_is_number(f) && json_number_value(f) == tol))
-      lad_finding(c, 6, "correctness_tolerance_not_frozen", q, "%s %g is not the call key's frozen %s", tols[i], tol, tols[i]);
+      lad_finding(c, "correctness_tolerance_not_frozen", q, "%s %g is not the call key's frozen %s", tols[i], tol, tols[i]);
   }
   const json_t *passed = lad_member(c, cr, p, "passed", JSON_TRUE);
   if (c->bad) return;
-  if (!passed) lad_finding(c, 6, "correctness_result_missing", "/measurement/correctness/passed", "no pass/fail result");
+  if (!passed) lad_finding(c, "correctness_result_missing", "/measurement/correctness/passed", "no pass/fail result");
   else if (!json_is_true(passed))
-    lad_finding(c, 6, "correctness_failed", "/measurement/correctness/passed", "correctness failed: timing does not count as a measurement");
+    lad_finding(c, "correctness_failed", "/measurement/correctness/passed", "correctness failed: timing does not count as a measurement");
   int ok = json_is_true(passed);
   const json_t *out = lad_member(c, cr, p, "output", JSON_OBJECT);
-  if (!out) lad_finding(c, 6, "correctness_output_missing", "/measurement/correctness/output", "no output comparison");
+  if (!out) lad_finding(c, "correctness_output_missing", "/measurement/correctness/output", "no output comparison");
   else level6_cmp(c, out, "/measurement/correctness/output", ok, 1);
   static const char *const parts[] = {"lse", "cache"};
   static const char *const missing[] = {"correctness_lse_missing", "correctness_cache_missing"};
@@ -85,10 +85,10 @@ static void level6_correctness(struct lctx *c, const json_t *m) {
     char q[DKB_PTR_MAX];
     jr_ptr_key(q, p, parts[i]);
     const json_t *v = json_object_get(cr, parts[i]);
-    if (!v) lad_finding(c, 6, missing[i], q, "no %s comparison (or \"not_applicable\")", parts[i]);
+    if (!v) lad_finding(c, missing[i], q, "no %s comparison (or \"not_applicable\")", parts[i]);
     else if (json_is_string(v) && !strcmp(json_string_value(v), "not_applicable")) {
       if (i == 1 && mutates_cache(c->call_key))
-        lad_finding(c, 6, "correctness_cache_required", q, "phase %s mutates the cache: its state after the call must be compared",
+        lad_finding(c, "correctness_cache_required", q, "phase %s mutates the cache: its state after the call must be compared",
                 json_string_value(json_object_get(c->call_key, "phase")));
     } else if (json_is_object(v)) level6_cmp(c, v, q, ok, 0);
     else lad_malformed(c, q, "must be a comparison object or \"not_applicable\" (got %s)", jr_type_name(v));
@@ -103,16 +103,16 @@ static void level6_timing(struct lctx *c, const json_t *m) {
   static const char *const stop_req[] = {"rule", "min_samples", "max_samples", "max_rel_stdev", "met", NULL};
   const char *p = "/measurement/timing";
   const json_t *t = lad_member(c, m, "/measurement", "timing", JSON_OBJECT);
-  if (!t) { lad_finding(c, 6, "timing_missing", p, "no timing pass"); return; }
+  if (!t) { lad_finding(c, "timing_missing", p, "no timing pass"); return; }
   if (lad_keys(c, t, p, NULL, opt)) return;
   const json_t *tracing = lad_member(c, t, p, "tracing", JSON_TRUE);
   if (!tracing || json_is_true(tracing))
-    lad_finding(c, 6, "timing_under_tracing", "/measurement/timing/tracing",
+    lad_finding(c, "timing_under_tracing", "/measurement/timing/tracing",
             tracing ? "the timing pass ran with tracing enabled" : "the timing pass does not say that tracing was off");
-  if (!lad_str(c, t, p, "method", 0)) lad_finding(c, 6, "timing_method_missing", "/measurement/timing/method", "no timing method");
+  if (!lad_str(c, t, p, "method", 0)) lad_finding(c, "timing_method_missing", "/measurement/timing/method", "no timing method");
   long long warm = 0;
   if (!LAD_READ(c, jr_int, t, p, "warmup", 0, LLONG_MAX, &warm) || warm == 0)
-    lad_finding(c, 6, "timing_warmup_missing", "/measurement/timing/warmup", "no warm-up iterations");
+    lad_finding(c, "timing_warmup_missing", "/measurement/timing/warmup", "no warm-up iterations");
   lad_member(c, t, p, "l2_flush", JSON_TRUE);
   lad_member(c, t, p, "clocks_before", JSON_OBJECT);
   lad_member(c, t, p, "clocks_after", JSON_OBJECT);
@@ -126,7 +126,7 @@ static void level6_timing(struct lctx *c, const json_t *m) {
     LAD_READ(c, jr_int, rep, rp, "after_samples", 0, LLONG_MAX, &after);
     const json_t *eq = lad_member(c, rep, rp, "output_bitwise_equal", JSON_TRUE);
     if (eq && json_is_false(eq))
-      lad_finding(c, 6, "timing_output_not_reproduced", "/measurement/timing/repeat_check/output_bitwise_equal",
+      lad_finding(c, "timing_output_not_reproduced", "/measurement/timing/repeat_check/output_bitwise_equal",
               "after %lld timed samples, a call on poisoned outputs did not reproduce the checked output", after);
   }
   double *s = NULL;
@@ -137,19 +137,19 @@ static void level6_timing(struct lctx *c, const json_t *m) {
   size_t nonpos = 0, first_nonpos = 0;
   for (size_t i = 0; i < n; i++)
     if (!(s[i] > 0) && !nonpos++) first_nonpos = i;
-  if (!samples) lad_finding(c, 6, "timing_samples_missing", "/measurement/timing/samples_us", "no raw samples: a summary alone is not a measurement");
+  if (!samples) lad_finding(c, "timing_samples_missing", "/measurement/timing/samples_us", "no raw samples: a summary alone is not a measurement");
   else if (n < 20)
-    lad_finding(c, 6, "timing_too_few_samples", "/measurement/timing/samples_us", "%zu raw sample%s, at least 20 required", n, n == 1 ? "" : "s");
+    lad_finding(c, "timing_too_few_samples", "/measurement/timing/samples_us", "%zu raw sample%s, at least 20 required", n, n == 1 ? "" : "s");
   if (nonpos) {
     char q[DKB_PTR_MAX];
     jr_ptr_idx(q, "/measurement/timing/samples_us", first_nonpos);
-    lad_finding(c, 6, "timing_sample_not_positive", q, "%zu sample%s <= 0 (first: %g)", nonpos, nonpos == 1 ? "" : "s", s[first_nonpos]);
+    lad_finding(c, "timing_sample_not_positive", q, "%zu sample%s <= 0 (first: %g)", nonpos, nonpos == 1 ? "" : "s", s[first_nonpos]);
   }
   struct dkb_stats st;
   dkb_stats_compute(s, n, &st);
   free(s);
   const json_t *sum = lad_member(c, t, p, "summary", JSON_OBJECT);
-  if (!sum) lad_finding(c, 6, "timing_summary_missing", "/measurement/timing/summary", "no summary of the raw samples");
+  if (!sum) lad_finding(c, "timing_summary_missing", "/measurement/timing/summary", "no summary of the raw samples");
   else if (!lad_keys(c, sum, "/measurement/timing/summary", sum_fields, NULL) && samples) {
     const double want[] = {(double)st.count, st.min, st.median, st.p95, st.max, st.mean, st.stdev, st.rel_stdev};
     for (int i = 0; sum_fields[i] && !c->bad; i++) {
@@ -164,12 +164,12 @@ static void level6_timing(struct lctx *c, const json_t *m) {
         char g[32], w[32];
         cjson_format_double(got, g);
         cjson_format_double(want[i], w);
-        lad_finding(c, 6, "timing_summary_mismatch", q, "%s is %s, the raw samples give %s", sum_fields[i], g, w);
+        lad_finding(c, "timing_summary_mismatch", q, "%s is %s, the raw samples give %s", sum_fields[i], g, w);
       }
     }
   }
   const json_t *stop = lad_member(c, t, p, "stop_rule", JSON_OBJECT);
-  if (!stop) { lad_finding(c, 6, "timing_stop_rule_missing", "/measurement/timing/stop_rule", "no stop rule"); return; }
+  if (!stop) { lad_finding(c, "timing_stop_rule_missing", "/measurement/timing/stop_rule", "no stop rule"); return; }
   static const char *const stop_opt[] = {"stopped_by", "min_time_s", "max_time_s", "elapsed_s", NULL};
   if (lad_keys(c, stop, "/measurement/timing/stop_rule", stop_req, stop_opt)) return;
   const char *sp = "/measurement/timing/stop_rule";
@@ -183,9 +183,9 @@ static void level6_timing(struct lctx *c, const json_t *m) {
   int met = json_is_true(lad_member(c, stop, sp, "met", JSON_TRUE));
   if (c->bad || !samples) return;
   if ((long long)n < lo || (long long)n > hi)
-    lad_finding(c, 6, "timing_stop_rule_violated", "/measurement/timing/stop_rule", "%zu samples outside [min_samples %lld, max_samples %lld]", n, lo, hi);
+    lad_finding(c, "timing_stop_rule_violated", "/measurement/timing/stop_rule", "%zu samples outside [min_samples %lld, max_samples %lld]", n, lo, hi);
   else if (met && target >= 0 && st.rel_stdev > target)
-    lad_finding(c, 6, "timing_stop_rule_violated", "/measurement/timing/stop_rule/met", "met is true but rel_stdev %g > max_rel_stdev %g", st.rel_stdev, target);
+    lad_finding(c, "timing_stop_rule_violated", "/measurement/timing/stop_rule/met", "met is true but rel_stdev %g > max_rel_stdev %g", st.rel_stdev, target);
   else if (json_object_get(stop, "stopped_by")) {
     /* the writer says why it stopped: check that reason against the raw samples and its limits */
     const char *by = lad_str(c, stop, sp, "stopped_by", 1);
@@ -196,27 +196,27 @@ static void level6_timing(struct lctx *c, const json_t *m) {
     for (size_t i = 0; i < n; i++) sum_s += json_number_value(json_array_get(samples, i)) * 1e-6;
     if (c->bad || !by) return;
     if (!strcmp(by, "noise_reached")) {
-      if (!met) lad_finding(c, 6, "timing_stop_rule_violated", "/measurement/timing/stop_rule/met", "stopped_by noise_reached but met is false");
+      if (!met) lad_finding(c, "timing_stop_rule_violated", "/measurement/timing/stop_rule/met", "stopped_by noise_reached but met is false");
       else if (sum_s < min_t * (1 - 1e-9))
-        lad_finding(c, 6, "timing_stop_rule_violated", "/measurement/timing/stop_rule/min_time_s",
+        lad_finding(c, "timing_stop_rule_violated", "/measurement/timing/stop_rule/min_time_s",
                 "stopped on noise after %.6g s of samples, before min_time_s %g", sum_s, min_t);
     } else if (!strcmp(by, "noise_stable")) {
-      if (met) lad_finding(c, 6, "timing_stop_rule_violated", "/measurement/timing/stop_rule/met", "stopped_by noise_stable means the target was not met");
+      if (met) lad_finding(c, "timing_stop_rule_violated", "/measurement/timing/stop_rule/met", "stopped_by noise_stable means the target was not met");
       else if (sum_s < min_t * (1 - 1e-9))
-        lad_finding(c, 6, "timing_stop_rule_violated", "/measurement/timing/stop_rule/min_time_s",
+        lad_finding(c, "timing_stop_rule_violated", "/measurement/timing/stop_rule/min_time_s",
                 "stopped on stable noise after %.6g s of samples, before min_time_s %g", sum_s, min_t);
     } else if (!strcmp(by, "max_time")) {
       if (met || !(el >= max_t))
-        lad_finding(c, 6, "timing_stop_rule_violated", "/measurement/timing/stop_rule/elapsed_s",
+        lad_finding(c, "timing_stop_rule_violated", "/measurement/timing/stop_rule/elapsed_s",
                 "stopped_by max_time after %.6g s, max_time_s is %g", el, max_t);
     } else if (!strcmp(by, "max_samples")) {
       if ((long long)n != hi)
-        lad_finding(c, 6, "timing_stop_rule_violated", "/measurement/timing/stop_rule/max_samples", "stopped_by max_samples at %zu of %lld", n, hi);
+        lad_finding(c, "timing_stop_rule_violated", "/measurement/timing/stop_rule/max_samples", "stopped_by max_samples at %zu of %lld", n, hi);
     } else {
-      lad_finding(c, 6, "timing_stop_rule_violated", "/measurement/timing/stop_rule/stopped_by", "unknown stop reason '%s'", by);
+      lad_finding(c, "timing_stop_rule_violated", "/measurement/timing/stop_rule/stopped_by", "unknown stop reason '%s'", by);
     }
   } else if (!met && (long long)n != hi)
-    lad_finding(c, 6, "timing_stop_rule_violated", "/measurement/timing/stop_rule/met", "met is false but sampling stopped at %zu before max_samples %lld", n, hi);
+    lad_finding(c, "timing_stop_rule_violated", "/measurement/timing/stop_rule/met", "met is false but sampling stopped at %zu before max_samples %lld", n, hi);
 }
 
 void lad_level6_measurement(struct lctx *c) {
@@ -225,7 +225,7 @@ void lad_level6_measurement(struct lctx *c) {
   static const char *const copt[] = {"unit", "numerator", "denominator", "scope", "replay", NULL};
   static const char *const defs[] = {"unit", "numerator", "denominator", "scope", NULL};
   const json_t *m = lad_member(c, c->b, "", "measurement", JSON_OBJECT);
-  if (!m) { lad_finding(c, 6, "measurement_missing", "/measurement", "no correctness and timing"); return; }
+  if (!m) { lad_finding(c, "measurement_missing", "/measurement", "no correctness and timing"); return; }
   if (lad_keys(c, m, "/measurement", NULL, opt)) return;
   level6_correctness(c, m);
   level6_timing(c, m);
@@ -243,7 +243,7 @@ void lad_level6_measurement(struct lctx *c) {
       if (!lad_str(c, ct, cp, defs[k], 0)) {
         char q[DKB_PTR_MAX];
         jr_ptr_key(q, cp, defs[k]);
-        lad_finding(c, 6, "counter_definition_incomplete", q, "counter '%s' has no %s", name, defs[k]);
+        lad_finding(c, "counter_definition_incomplete", q, "counter '%s' has no %s", name, defs[k]);
       }
   }
 }

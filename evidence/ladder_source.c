@@ -42,7 +42,7 @@ static void source_rehash(struct lctx *c, const json_t *file, const char *fp, co
   FILE *f = fopen(full, "rb");
   if (!f) {
     jr_ptr_key(q, fp, "path");
-    lad_finding(c, 1, "source_file_unreadable", q, "cannot open '%s': %s", full, strerror(errno));
+    lad_finding(c, "source_file_unreadable", q, "cannot open '%s': %s", full, strerror(errno));
     return;
   }
   struct dkb_buf b;
@@ -57,7 +57,7 @@ static void source_rehash(struct lctx *c, const json_t *file, const char *fp, co
   struct dkb_err e;
   if (sha && dkb_is_sha256_hex(sha) && !dkb_sha256_buf(t.p, t.n, hex, &e) && strcmp(hex, sha)) {
     jr_ptr_key(q, fp, "sha256");
-    lad_finding(c, 1, "source_file_sha256_mismatch", q, "'%s' hashes to %s under the source root, the bundle says %s", path,
+    lad_finding(c, "source_file_sha256_mismatch", q, "'%s' hashes to %s under the source root, the bundle says %s", path,
             hex, sha);
   }
   const json_t *syms = json_object_get(file, "symbols");
@@ -72,7 +72,7 @@ static void source_rehash(struct lctx *c, const json_t *file, const char *fp, co
     sym_ptr(sp, fp, j);
     if (z > t.lines) {
       jr_ptr_key(lp, sp, "lines");
-      lad_finding(c, 1, "source_symbol_lines_outside_file", lp, "span [%lld, %lld] ends after line %ld, the last of '%s'", a,
+      lad_finding(c, "source_symbol_lines_outside_file", lp, "span [%lld, %lld] ends after line %ld, the last of '%s'", a,
               z, t.lines, path);
       continue;
     }
@@ -93,7 +93,7 @@ static void source_rehash(struct lctx *c, const json_t *file, const char *fp, co
     for (const char *p = start; p + ul <= stop && !found; p++) found = !memcmp(p, u, ul);
     if (!found) {
       jr_ptr_key(lp, sp, "name");
-      lad_finding(c, 1, "source_symbol_not_in_span", lp, "'%s' does not occur in lines %lld-%lld of '%s'", u, a, z, path);
+      lad_finding(c, "source_symbol_not_in_span", lp, "'%s' does not occur in lines %lld-%lld of '%s'", u, a, z, path);
     }
   }
   dkb_buf_release(&b);
@@ -106,26 +106,26 @@ void lad_level1_source(struct lctx *c) {
   static const char *const sreq[] = {"name", NULL};
   static const char *const sopt[] = {"role", "lines", NULL};
   const json_t *s = lad_member(c, c->b, "", "source", JSON_OBJECT);
-  if (!s) { lad_finding(c, 1, "source_missing", "/source", "no source section: the kernel and chain sources are not identified"); return; }
+  if (!s) { lad_finding(c, "source_missing", "/source", "no source section: the kernel and chain sources are not identified"); return; }
   if (lad_keys(c, s, "/source", NULL, opt)) return;
   const char *commit = lad_str(c, s, "/source", "commit", 0);
-  if (!commit) lad_finding(c, 1, "source_commit_missing", "/source/commit", "no source commit");
+  if (!commit) lad_finding(c, "source_commit_missing", "/source/commit", "no source commit");
   else if (!lad_is_hex(commit, 40))
-    lad_finding(c, 1, "source_commit_not_pinned", "/source/commit", "'%s' is not a 40-hex commit: a name or short hash floats", commit);
+    lad_finding(c, "source_commit_not_pinned", "/source/commit", "'%s' is not a 40-hex commit: a name or short hash floats", commit);
   else if (strspn(commit, "0") == 40)
-    lad_finding(c, 1, "source_commit_not_pinned", "/source/commit", "the null commit: the sources were not built from a checkout");
+    lad_finding(c, "source_commit_not_pinned", "/source/commit", "the null commit: the sources were not built from a checkout");
   else if (c->meta_commit && strcmp(commit, c->meta_commit))
-    lad_finding(c, 1, "source_differs_from_meta", "/source/commit", "source commit %s differs from the dkb build commit %s (/meta/commit)",
+    lad_finding(c, "source_differs_from_meta", "/source/commit", "source commit %s differs from the dkb build commit %s (/meta/commit)",
             commit, c->meta_commit);
   else c->source_commit = commit;
   const json_t *dirty = lad_member(c, s, "/source", "dirty", JSON_TRUE);
-  if (!dirty) lad_finding(c, 1, "source_dirty_missing", "/source/dirty", "no dirty flag");
+  if (!dirty) lad_finding(c, "source_dirty_missing", "/source/dirty", "no dirty flag");
   else if (json_is_true(dirty) != c->meta_dirty)
-    lad_finding(c, 1, "source_differs_from_meta", "/source/dirty", "source dirty flag %s differs from /meta/dirty",
+    lad_finding(c, "source_differs_from_meta", "/source/dirty", "source dirty flag %s differs from /meta/dirty",
             json_is_true(dirty) ? "true" : "false");
   const json_t *files = lad_member(c, s, "/source", "files", JSON_ARRAY);
   if (!files || !json_array_size(files)) {
-    lad_finding(c, 1, "source_files_missing", "/source/files", "no source file listed");
+    lad_finding(c, "source_files_missing", "/source/files", "no source file listed");
     return;
   }
   for (size_t i = 0; i < json_array_size(files) && !c->bad; i++) {
@@ -139,18 +139,18 @@ void lad_level1_source(struct lctx *c) {
     if (c->bad) return;
     int path_ok = repo_relative(path);
     jr_ptr_key(q, fp, "path");
-    if (!path_ok) lad_finding(c, 1, "source_file_path_invalid", q, "'%s' is not a repository-relative path", path);
+    if (!path_ok) lad_finding(c, "source_file_path_invalid", q, "'%s' is not a repository-relative path", path);
     for (size_t k = 0; k < i; k++)
       if (!strcmp(path, json_string_value(json_object_get(json_array_get(files, k), "path")))) {
-        lad_finding(c, 1, "source_file_duplicate", q, "'%s' is also /source/files/%zu", path, k);
+        lad_finding(c, "source_file_duplicate", q, "'%s' is also /source/files/%zu", path, k);
         break;
       }
     jr_ptr_key(q, fp, "sha256");
-    if (!sha) lad_finding(c, 1, "source_file_sha256_missing", q, "no SHA-256 of '%s'", path);
-    else if (!dkb_is_sha256_hex(sha)) lad_finding(c, 1, "source_file_sha256_invalid", q, "'%s' is not 64 lower-case hex digits", sha);
+    if (!sha) lad_finding(c, "source_file_sha256_missing", q, "no SHA-256 of '%s'", path);
+    else if (!dkb_is_sha256_hex(sha)) lad_finding(c, "source_file_sha256_invalid", q, "'%s' is not 64 lower-case hex digits", sha);
     if (!syms || !json_array_size(syms)) {
       jr_ptr_key(q, fp, "symbols");
-      lad_finding(c, 1, "source_symbols_missing", q, "no symbol named in '%s'", path);
+      lad_finding(c, "source_symbols_missing", q, "no symbol named in '%s'", path);
     }
     for (size_t j = 0; syms && j < json_array_size(syms) && !c->bad; j++) {
       char sp[DKB_PTR_MAX];
@@ -170,18 +170,18 @@ void lad_level1_source(struct lctx *c) {
       for (size_t k = 0; k < j; k++)
         if (!strcmp(name, json_string_value(json_object_get(json_array_get(syms, k), "name")))) {
           jr_ptr_key(q, sp, "name");
-          lad_finding(c, 1, "source_symbol_duplicate", q, "'%s' is also %s/symbols/%zu", name, fp, k);
+          lad_finding(c, "source_symbol_duplicate", q, "'%s' is also %s/symbols/%zu", name, fp, k);
           break;
         }
       if (!role) {
         jr_ptr_key(q, sp, "role");
-        lad_finding(c, 1, "source_symbol_role_missing", q, "no role for '%s'", name);
+        lad_finding(c, "source_symbol_role_missing", q, "no role for '%s'", name);
       }
       jr_ptr_key(q, sp, "lines");
-      if (!lines) lad_finding(c, 1, "source_symbol_lines_missing", q, "no line span for '%s'", name);
+      if (!lines) lad_finding(c, "source_symbol_lines_missing", q, "no line span for '%s'", name);
       else {
         long long a = json_integer_value(json_array_get(lines, 0)), z = json_integer_value(json_array_get(lines, 1));
-        if (a < 1 || z < a) lad_finding(c, 1, "source_symbol_lines_invalid", q, "[%lld, %lld] is not a span with 1 <= first <= last", a, z);
+        if (a < 1 || z < a) lad_finding(c, "source_symbol_lines_invalid", q, "[%lld, %lld] is not a span with 1 <= first <= last", a, z);
       }
     }
     if (c->o && c->o->source_root && path_ok && !c->bad) source_rehash(c, f, fp, path, sha);
@@ -231,7 +231,7 @@ void lad_level2_chain(struct lctx *c) {
   static const char *const nreq[] = {"id", "layer", NULL};
   static const char *const nopt[] = {"path", "symbol", NULL};
   const json_t *ch = lad_member(c, c->b, "", "chain", JSON_OBJECT);
-  if (!ch) { lad_finding(c, 2, "chain_missing", "/chain", "no call chain from cmd to the kernels"); return; }
+  if (!ch) { lad_finding(c, "chain_missing", "/chain", "no call chain from cmd to the kernels"); return; }
   if (lad_keys(c, ch, "/chain", NULL, opt)) return;
   const json_t *nodes = lad_member(c, ch, "/chain", "nodes", JSON_ARRAY);
   const json_t *edges = lad_member(c, ch, "/chain", "edges", JSON_ARRAY);
@@ -250,13 +250,13 @@ void lad_level2_chain(struct lctx *c) {
     if (c->bad) return;
     if (node_index(nodes, id) != (long)i) {
       jr_ptr_key(q, np, "id");
-      lad_finding(c, 2, "chain_node_duplicate", q, "node id '%s' is also /chain/nodes/%ld", id, node_index(nodes, id));
+      lad_finding(c, "chain_node_duplicate", q, "node id '%s' is also /chain/nodes/%ld", id, node_index(nodes, id));
     }
-    if (!path || !sym) lad_finding(c, 2, "chain_node_unsourced", np, "node '%s' names no %s", id, !path ? "path" : "symbol");
+    if (!path || !sym) lad_finding(c, "chain_node_unsourced", np, "node '%s' names no %s", id, !path ? "path" : "symbol");
     else if (!source_has(c, path, sym))
-      lad_finding(c, 2, "chain_node_unsourced", np, "node '%s' (%s in '%s') is not a level-1 source symbol", id, sym, path);
+      lad_finding(c, "chain_node_unsourced", np, "node '%s' (%s in '%s') is not a level-1 source symbol", id, sym, path);
   }
-  if (!nn) lad_finding(c, 2, "chain_nodes_missing", "/chain/nodes", "the chain has no node");
+  if (!nn) lad_finding(c, "chain_nodes_missing", "/chain/nodes", "the chain has no node");
   /* edges: [from, to] pairs of node ids */
   size_t ne = edges ? json_array_size(edges) : 0;
   long *from = DKB_CALLOC(ne + 1, sizeof *from), *to = DKB_CALLOC(ne + 1, sizeof *to);
@@ -273,7 +273,7 @@ void lad_level2_chain(struct lctx *c) {
     from[k] = nodes ? node_index(nodes, a) : -1;
     to[k] = nodes ? node_index(nodes, z) : -1;
     if (from[k] < 0 || to[k] < 0)
-      lad_finding(c, 2, "chain_edge_unknown_node", ep, "edge names unknown node '%s'", from[k] < 0 ? a : z);
+      lad_finding(c, "chain_edge_unknown_node", ep, "edge names unknown node '%s'", from[k] < 0 ? a : z);
   }
   /* required layers: the fixed six, which the bundle's own list must repeat */
   int weakened = !layers;
@@ -284,7 +284,7 @@ void lad_level2_chain(struct lctx *c) {
     if (!listed) weakened = 1;
   }
   if (weakened)
-    lad_finding(c, 2, "chain_required_layers_weakened", "/chain/required_layers",
+    lad_finding(c, "chain_required_layers_weakened", "/chain/required_layers",
             "required_layers must list cmd, plan, admission, launch, producer, combine");
   size_t nlist = layers ? json_array_size(layers) : 0;
   for (size_t l = 0; l < 6 + nlist && !c->bad; l++) {
@@ -297,7 +297,7 @@ void lad_level2_chain(struct lctx *c) {
     if (seen_before) continue;
     int present = 0;
     for (size_t i = 0; i < nn; i++) present |= !strcmp(json_string_value(json_object_get(json_array_get(nodes, i), "layer")), layer);
-    if (!present && nn) lad_finding(c, 2, "chain_layer_missing", "/chain/nodes", "no node of required layer '%s'", layer);
+    if (!present && nn) lad_finding(c, "chain_layer_missing", "/chain/nodes", "no node of required layer '%s'", layer);
   }
   /* cycles: the first back edge of a depth-first search lies on a cycle; then reachability from cmd */
   if (!c->bad && nn) {
@@ -309,7 +309,7 @@ void lad_level2_chain(struct lctx *c) {
     if (back >= 0) {
       char ep[DKB_PTR_MAX];
       jr_ptr_idx(ep, "/chain/edges", (size_t)back);
-      lad_finding(c, 2, "chain_cycle", ep, "edge %s -> %s closes a cycle",
+      lad_finding(c, "chain_cycle", ep, "edge %s -> %s closes a cycle",
               json_string_value(json_object_get(json_array_get(nodes, (size_t)from[back]), "id")),
               json_string_value(json_object_get(json_array_get(nodes, (size_t)to[back]), "id")));
     }
@@ -326,7 +326,7 @@ void lad_level2_chain(struct lctx *c) {
       if (!seen[i]) {
         char np[DKB_PTR_MAX];
         jr_ptr_idx(np, "/chain/nodes", i);
-        lad_finding(c, 2, "chain_node_unreachable", np, "node '%s' is not reachable from the cmd layer",
+        lad_finding(c, "chain_node_unreachable", np, "node '%s' is not reachable from the cmd layer",
                 json_string_value(json_object_get(json_array_get(nodes, i), "id")));
       }
     free(color);

@@ -19,7 +19,7 @@ void lad_malformed(struct lctx *c, const char *ptr, const char *fmt, ...) {
   c->bad = 1;
 }
 
-void lad_finding(struct lctx *c, int level, const char *reason, const char *ptr, const char *fmt, ...) {
+void lad_finding(struct lctx *c, const char *reason, const char *ptr, const char *fmt, ...) {
   if (c->bad) return;
   const struct ladder_reason *r = ladder_reason_find(reason);
   if (!r) DKB_BUG("unknown ladder reason '%s'", reason);
@@ -30,7 +30,7 @@ void lad_finding(struct lctx *c, int level, const char *reason, const char *ptr,
   }
   struct ladder_finding *f = &res->findings[res->n++];
   memset(f, 0, sizeof *f);
-  f->level = level;
+  f->level = r->level >= 0 ? r->level : c->level;
   f->kind = r->kind;
   f->reason = r->id;
   snprintf(f->pointer, sizeof f->pointer, "%s", ptr);
