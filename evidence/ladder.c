@@ -162,9 +162,6 @@ const struct ladder_reason *ladder_reason_find(const char *id) {
 }
 
 const char *const ladder_required_layers[] = {"cmd", "plan", "admission", "launch", "producer", "combine", NULL};
-const char *const ladder_call_key_fields[] = {"phase", "B", "S_q", "S_k_per_request", "H_q", "H_kv", "d_qk", "d_v",
-                                              "q_dtype", "kv_dtype", "cache_layout", "page_size", "mask", "graph_mode",
-                                              NULL};
 
 const char *const lad_terminals[] = {"complete", "cuda_runtime_unavailable", "no_gpu", "profiler_unavailable",
                                         "backend_rejected", "no_eligible_backend", "launch_failed",

@@ -76,8 +76,6 @@ int ladder_evaluate(const json_t *bundle, const char *file, const struct ladder_
 
 /* The call-chain layers level 2 requires, in call order (NULL-terminated). */
 extern const char *const ladder_required_layers[];
-/* The call-key fields level 4 requires (article 0x0BE; NULL-terminated). */
-extern const char *const ladder_call_key_fields[];
 /* Highest level a bundle with this status.terminal may prove (complete: 6); -1 for an unknown state. */
 int ladder_terminal_ceiling(const char *terminal);
 /* The exit code a run that ended in this status.terminal calls for: DKB_FAIL for correctness_failed

@@ -4,9 +4,11 @@
 #include "evidence/ladder_internal.h"
 
 #include <limits.h>
+#include <math.h>
 #include <stdio.h>
 #include <string.h>
 
+#include "evidence/call_key.h"
 #include "lib/cjson.h"
 
 static void check_digest(struct lctx *c, const json_t *d, const json_t *obj, const char *key, const char *missing,
@@ -23,34 +25,38 @@ static void check_digest(struct lctx *c, const json_t *d, const json_t *obj, con
   if (strcmp(hex, sha)) lad_finding(c, mismatch, q, "recorded %s, the %s recomputes to %s", sha, what, hex);
 }
 
-/* o[key] must have JSON type t (JSON_TRUE: a boolean); its value is not needed here. */
-static void read_typed(struct lctx *c, const json_t *o, const char *ptr, const char *key, json_type t) {
+/* o[key], a member of the call key, must have type t; its value is not needed here. */
+static void read_typed(struct lctx *c, const json_t *o, const char *ptr, const char *key, enum call_key_type t) {
+  const json_t *v = json_object_get(o, key);
   long long i;
+  double x;
   int b;
   const char *s;
-  if (t == JSON_INTEGER) LAD_READ(c, jr_int, o, ptr, key, LLONG_MIN, LLONG_MAX, &i);
-  else if (t == JSON_STRING) LAD_READ(c, jr_str, o, ptr, key, &s);
-  else if (t == JSON_TRUE) LAD_READ(c, jr_bool, o, ptr, key, &b);
-  else lad_member(c, o, ptr, key, (int)t);
+  if (t == CK_INT_OR_NULL && json_is_null(v)) return; /* page_size: not paged */
+  if (t == CK_STR_OR_OBJ && json_is_object(v)) return; /* mask: a mask program */
+  switch (t) {
+  case CK_INT: case CK_INT_OR_NULL: LAD_READ(c, jr_int, o, ptr, key, LLONG_MIN, LLONG_MAX, &i); break;
+  case CK_NUM: LAD_READ(c, jr_num, o, ptr, key, -INFINITY, INFINITY, &x); break;
+  case CK_STR: case CK_STR_OR_OBJ: LAD_READ(c, jr_str, o, ptr, key, &s); break;
+  case CK_BOOL: LAD_READ(c, jr_bool, o, ptr, key, &b); break;
+  case CK_ARR: lad_member(c, o, ptr, key, JSON_ARRAY); break;
+  case CK_OBJ: lad_member(c, o, ptr, key, JSON_OBJECT); break;
+  }
 }
 
+/* The call key's fields as evidence/call_key.h's table requires and types them (article 0x0BE). */
 static void level4_call_key(struct lctx *c, const json_t *ck) {
-  static const json_type types[] = {JSON_STRING, JSON_INTEGER, JSON_INTEGER, JSON_ARRAY, JSON_INTEGER, JSON_INTEGER,
-                                    JSON_INTEGER, JSON_INTEGER, JSON_STRING, JSON_STRING, JSON_STRING, JSON_INTEGER,
-                                    JSON_STRING, JSON_TRUE};
-  for (int i = 0; ladder_call_key_fields[i] && !c->bad; i++) {
-    const char *f = ladder_call_key_fields[i];
-    char q[DKB_PTR_MAX];
-    jr_ptr_key(q, "/dispatch/call_key", f);
-    const json_t *v = json_object_get(ck, f);
-    if (!v) { lad_finding(c, "call_key_field_missing", q, "the call key has no %s", f); continue; }
-    if (!strcmp(f, "page_size") && json_is_null(v)) continue; /* not paged */
-    if (!strcmp(f, "mask") && json_is_object(v)) continue;    /* a mask program */
-    read_typed(c, ck, "/dispatch/call_key", f, types[i]);
+  for (size_t i = 0; i < call_key_nfields && !c->bad; i++) {
+    const struct call_key_field *f = &call_key_fields[i];
+    if (f->need == CK_WRITTEN) continue;
+    char parent[DKB_PTR_MAX], q[DKB_PTR_MAX];
+    const char *key = strrchr(f->pointer, '/') + 1;
+    snprintf(parent, sizeof parent, "/dispatch/call_key%.*s", (int)(key - 1 - f->pointer), f->pointer);
+    jr_ptr_key(q, parent, key);
+    const json_t *o = jr_resolve(ck, parent + strlen("/dispatch/call_key"));
+    if (json_object_get(o, key)) read_typed(c, o, parent, key, f->type);
+    else if (f->need == CK_REQUIRED) lad_finding(c, "call_key_field_missing", q, "the call key has no %s", f->pointer + 1);
   }
-  const json_t *tol = json_object_get(ck, "tolerances");
-  if (tol && !json_is_object(tol))
-    lad_malformed(c, "/dispatch/call_key/tolerances", "must be an object (got %s)", jr_type_name(tol));
   if (c->bad) return;
   const json_t *B = json_object_get(ck, "B"), *sk = json_object_get(ck, "S_k_per_request");
   if (json_is_integer(B) && json_is_array(sk) && (json_int_t)json_array_size(sk) != json_integer_value(B))
