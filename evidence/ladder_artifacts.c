@@ -35,6 +35,38 @@ static void art_problem(struct art *a, const char *reason, const char *ptr, cons
   va_end(ap);
 }
 
+/* The file of entry a (pointer p) beside the bundle: its size and SHA-256 are the entry's. */
+static void art_check_file(struct lctx *c, struct art *a, const char *p) {
+  char path[4096], q[DKB_PTR_MAX];
+  snprintf(path, sizeof path, "%s/%s", c->o->bundle_dir, a->name);
+  struct stat st;
+  if (stat(path, &st) != 0 || !S_ISREG(st.st_mode)) {
+    jr_ptr_key(q, p, "name");
+    art_problem(a, "artifact_file_missing", q, "artifact '%s' is not beside the bundle (%s)", a->name,
+                stat(path, &st) != 0 ? strerror(errno) : "not a regular file");
+    return;
+  }
+  if ((long long)st.st_size != a->bytes) {
+    jr_ptr_key(q, p, "bytes");
+    art_problem(a, "artifact_bytes_mismatch", q, "artifact '%s' has %lld bytes, the entry says %lld", a->name,
+                (long long)st.st_size, a->bytes);
+    return;
+  }
+  char hex[65];
+  struct dkb_err herr;
+  if (dkb_sha256_file(path, hex, &herr)) {
+    jr_ptr_key(q, p, "name");
+    art_problem(a, "artifact_file_missing", q, "artifact '%s' cannot be read: %s", a->name, herr.msg);
+    return;
+  }
+  jr_ptr_key(q, p, "sha256");
+  if (strcmp(hex, a->sha)) {
+    art_problem(a, "artifact_sha256_mismatch", q, "artifact '%s' hashes to %s, the entry says %s", a->name, hex, a->sha);
+    return;
+  }
+  a->have_file = 1;
+}
+
 void lad_read_artifacts(struct lctx *c) {
   static const char *const req[] = {"name", "sha256", "bytes", NULL};
   const json_t *list = lad_member(c, c->b, "", "artifacts", JSON_ARRAY);
@@ -66,38 +98,8 @@ void lad_read_artifacts(struct lctx *c) {
     }
     c->narts++;
     jr_ptr_key(q, p, "sha256");
-    if (!dkb_is_sha256_hex(a->sha)) {
-      art_problem(a, "artifact_sha256_invalid", q, "'%s' is not 64 lower-case hex digits", a->sha);
-      continue;
-    }
-    if (!c->o || !c->o->bundle_dir) continue;
-    char path[4096];
-    snprintf(path, sizeof path, "%s/%s", c->o->bundle_dir, a->name);
-    struct stat st;
-    if (stat(path, &st) != 0 || !S_ISREG(st.st_mode)) {
-      jr_ptr_key(q, p, "name");
-      art_problem(a, "artifact_file_missing", q, "artifact '%s' is not beside the bundle (%s)", a->name,
-                  stat(path, &st) != 0 ? strerror(errno) : "not a regular file");
-      continue;
-    }
-    if ((long long)st.st_size != a->bytes) {
-      jr_ptr_key(q, p, "bytes");
-      art_problem(a, "artifact_bytes_mismatch", q, "artifact '%s' has %lld bytes, the entry says %lld", a->name,
-                  (long long)st.st_size, a->bytes);
-      continue;
-    }
-    char hex[65];
-    struct dkb_err herr;
-    if (dkb_sha256_file(path, hex, &herr)) {
-      jr_ptr_key(q, p, "name");
-      art_problem(a, "artifact_file_missing", q, "artifact '%s' cannot be read: %s", a->name, herr.msg);
-      continue;
-    }
-    if (strcmp(hex, a->sha)) {
-      art_problem(a, "artifact_sha256_mismatch", q, "artifact '%s' hashes to %s, the entry says %s", a->name, hex, a->sha);
-      continue;
-    }
-    a->have_file = 1;
+    if (!dkb_is_sha256_hex(a->sha)) art_problem(a, "artifact_sha256_invalid", q, "'%s' is not 64 lower-case hex digits", a->sha);
+    else if (c->o && c->o->bundle_dir) art_check_file(c, a, p);
   }
 }
 

@@ -75,18 +75,9 @@ static int geometry_ok(const long long *g, size_t n) {
   return 1;
 }
 
-void lad_level5_execution(struct lctx *c) {
-  static const char *const opt[] = {"trace", "nvtx_range", "external_correlation_id", "kernels", "dropped_records",
-                                    "profiler", NULL};
+/* The trace's identity: range, correlation, dropped records, profiler. */
+static void execution_profiler(struct lctx *c, const json_t *x) {
   static const char *const popt[] = {"name", "version", NULL};
-  static const char *const kreq[] = {"symbol", NULL};
-  static const char *const kopt[] = {"demangled", "launches", "grid", "block", "registers", "shared_bytes", NULL};
-  const json_t *x = lad_member(c, c->b, "", "execution", JSON_OBJECT);
-  if (c->outcome && strcmp(c->outcome, "selected"))
-    lad_finding(c, "no_backend_selected", "/dispatch/outcome", "dispatch outcome %s: no backend ran", c->outcome);
-  if (!x) { lad_finding(c, "execution_missing", "/execution", "no profiler observation of the call"); return; }
-  if (lad_keys(c, x, "/execution", NULL, opt)) return;
-  lad_ref(c, x, "/execution", "trace", "trace_missing", "profiler trace");
   if (!lad_str(c, x, "/execution", "nvtx_range", 0))
     lad_finding(c, "nvtx_range_missing", "/execution/nvtx_range", "no NVTX range around the call");
   long long v = 0;
@@ -104,37 +95,42 @@ void lad_level5_execution(struct lctx *c) {
   }
   if (c->loaded_present && !c->has_cupti)
     lad_finding(c, "profiler_library_not_loaded", "/loaded/objects", "no object with role cupti: the profiler was not loaded");
-  const json_t *ks = lad_member(c, x, "/execution", "kernels", JSON_ARRAY);
-  size_t nk = ks ? json_array_size(ks) : 0;
-  if (!nk) lad_finding(c, "kernels_missing", "/execution/kernels", "no kernel record");
-  for (size_t i = 0; i < nk && !c->bad; i++) {
-    char kp[DKB_PTR_MAX], q[DKB_PTR_MAX];
-    jr_ptr_idx(kp, "/execution/kernels", i);
-    const json_t *k = json_array_get(ks, i);
-    if (lad_keys(c, k, kp, kreq, kopt)) return;
-    const char *sym = lad_str(c, k, kp, "symbol", 1);
-    lad_str(c, k, kp, "demangled", 0);
-    long long launches = 0, tmp;
-    int have_l = LAD_READ(c, jr_int, k, kp, "launches", 0, LLONG_MAX, &launches);
-    long long *grid = NULL, *block = NULL;
-    size_t ng = 0, nb = 0;
-    LAD_READ(c, jr_int_array, k, kp, "grid", LLONG_MIN, LLONG_MAX, -1, &grid, &ng);
-    LAD_READ(c, jr_int_array, k, kp, "block", LLONG_MIN, LLONG_MAX, -1, &block, &nb);
-    LAD_READ(c, jr_int, k, kp, "registers", 0, LLONG_MAX, &tmp);
-    LAD_READ(c, jr_int, k, kp, "shared_bytes", 0, LLONG_MAX, &tmp);
-    const int grid_ok = geometry_ok(grid, ng), block_ok = geometry_ok(block, nb);
-    free(grid);
-    free(block);
-    if (c->bad) return;
-    jr_ptr_key(q, kp, "launches");
-    if (!have_l) lad_finding(c, "kernel_launches_missing", q, "no launch count for '%s'", sym);
-    else if (launches < 1) lad_finding(c, "kernel_launches_not_positive", q, "'%s' was launched 0 times", sym);
-    if (!grid_ok || !block_ok) {
-      jr_ptr_key(q, kp, !grid_ok ? "grid" : "block");
-      lad_finding(c, "kernel_geometry_invalid", q, "'%s' has no positive [x, y, z] %s", sym, !grid_ok ? "grid" : "block");
-    }
+}
+
+/* Kernel record i: a symbol with a positive launch count and geometry. -1 when the bundle is malformed. */
+static int execution_kernel(struct lctx *c, const json_t *ks, size_t i) {
+  static const char *const req[] = {"symbol", NULL};
+  static const char *const opt[] = {"demangled", "launches", "grid", "block", "registers", "shared_bytes", NULL};
+  char kp[DKB_PTR_MAX], q[DKB_PTR_MAX];
+  jr_ptr_idx(kp, "/execution/kernels", i);
+  const json_t *k = json_array_get(ks, i);
+  if (lad_keys(c, k, kp, req, opt)) return -1;
+  const char *sym = lad_str(c, k, kp, "symbol", 1);
+  lad_str(c, k, kp, "demangled", 0);
+  long long launches = 0, tmp;
+  int have_l = LAD_READ(c, jr_int, k, kp, "launches", 0, LLONG_MAX, &launches);
+  long long *grid = NULL, *block = NULL;
+  size_t ng = 0, nb = 0;
+  LAD_READ(c, jr_int_array, k, kp, "grid", LLONG_MIN, LLONG_MAX, -1, &grid, &ng);
+  LAD_READ(c, jr_int_array, k, kp, "block", LLONG_MIN, LLONG_MAX, -1, &block, &nb);
+  LAD_READ(c, jr_int, k, kp, "registers", 0, LLONG_MAX, &tmp);
+  LAD_READ(c, jr_int, k, kp, "shared_bytes", 0, LLONG_MAX, &tmp);
+  const int grid_ok = geometry_ok(grid, ng), block_ok = geometry_ok(block, nb);
+  free(grid);
+  free(block);
+  if (c->bad) return -1;
+  jr_ptr_key(q, kp, "launches");
+  if (!have_l) lad_finding(c, "kernel_launches_missing", q, "no launch count for '%s'", sym);
+  else if (launches < 1) lad_finding(c, "kernel_launches_not_positive", q, "'%s' was launched 0 times", sym);
+  if (!grid_ok || !block_ok) {
+    jr_ptr_key(q, kp, !grid_ok ? "grid" : "block");
+    lad_finding(c, "kernel_geometry_invalid", q, "'%s' has no positive [x, y, z] %s", sym, !grid_ok ? "grid" : "block");
   }
-  if (c->bad) return;
+  return 0;
+}
+
+/* Every kernel the selected plan requires launched; the chain's producer, and for a split plan its merge. */
+static void execution_required(struct lctx *c, const json_t *ks) {
   const json_t *rk = json_object_get(json_object_get(c->b, "dispatch"), "required_kernels");
   if (c->outcome && !strcmp(c->outcome, "selected"))
     for (size_t i = 0; json_is_array(rk) && i < json_array_size(rk); i++) {
@@ -151,6 +147,24 @@ void lad_level5_execution(struct lctx *c) {
     lad_finding(c, "producer_kernel_not_observed", "/execution/kernels", "no launched kernel is a chain producer node");
   if (c->split_count > 1 && layer_launched(c, ks, "combine") == 0 && !fused)
     lad_finding(c, "combine_kernel_not_observed", "/execution/kernels",
-            "split_count %lld but no launched kernel is a chain combine or producer+combine node", c->split_count);
+                "split_count %lld but no launched kernel is a chain combine or producer+combine node", c->split_count);
 }
 
+void lad_level5_execution(struct lctx *c) {
+  static const char *const opt[] = {"trace", "nvtx_range", "external_correlation_id", "kernels", "dropped_records",
+                                    "profiler", NULL};
+  const json_t *x = lad_member(c, c->b, "", "execution", JSON_OBJECT);
+  if (c->outcome && strcmp(c->outcome, "selected"))
+    lad_finding(c, "no_backend_selected", "/dispatch/outcome", "dispatch outcome %s: no backend ran", c->outcome);
+  if (!x) { lad_finding(c, "execution_missing", "/execution", "no profiler observation of the call"); return; }
+  if (lad_keys(c, x, "/execution", NULL, opt)) return;
+  lad_ref(c, x, "/execution", "trace", "trace_missing", "profiler trace");
+  execution_profiler(c, x);
+  const json_t *ks = lad_member(c, x, "/execution", "kernels", JSON_ARRAY);
+  size_t nk = ks ? json_array_size(ks) : 0;
+  if (!nk) lad_finding(c, "kernels_missing", "/execution/kernels", "no kernel record");
+  for (size_t i = 0; i < nk && !c->bad; i++)
+    if (execution_kernel(c, ks, i)) return;
+  if (c->bad) return;
+  execution_required(c, ks);
+}

@@ -64,15 +64,45 @@ static void level3_device(struct lctx *c, const json_t *ld) {
   if (rt && !strcmp(rt, "0")) lad_finding(c, "device_field_invalid", "/loaded/device/runtime_version", "runtime version 0: no CUDA runtime");
 }
 
-void lad_level3_loaded(struct lctx *c) {
-  static const char *const opt[] = {"loader_map", "objects", "build_report", "device", "kernel_binaries", NULL};
-  static const char *const oreq[] = {"path", "role", NULL};
-  static const char *const oopt[] = {"sha256", "bytes", NULL};
-  static const char *const kreq[] = {"symbol", "binary_version", "ptx_version", NULL};
-  const json_t *ld = lad_member(c, c->b, "", "loaded", JSON_OBJECT);
-  if (!ld) { lad_finding(c, "loaded_missing", "/loaded", "no loaded-artifact closure"); return; }
-  c->loaded_present = 1;
-  if (lad_keys(c, ld, "/loaded", NULL, opt)) return;
+/* Object i: an absolute path listed once with a SHA-256 the loader map agrees with, and a size; counts its
+ * role. -1 when the bundle is malformed. */
+static int loaded_object(struct lctx *c, const json_t *objs, size_t i, const json_t *mapdoc, const char *map_name,
+                         int *roles) {
+  static const char *const req[] = {"path", "role", NULL};
+  static const char *const opt[] = {"sha256", "bytes", NULL};
+  char op[DKB_PTR_MAX], q[DKB_PTR_MAX];
+  jr_ptr_idx(op, "/loaded/objects", i);
+  const json_t *o = json_array_get(objs, i);
+  if (lad_keys(c, o, op, req, opt)) return -1;
+  const char *path = lad_str(c, o, op, "path", 1);
+  int role = -1;
+  LAD_READ(c, jr_enum, o, op, "role", ROLES, &role);
+  const char *sha = lad_str(c, o, op, "sha256", 0);
+  long long bytes = 0;
+  LAD_READ(c, jr_int, o, op, "bytes", 0, LLONG_MAX, &bytes);
+  if (c->bad) return -1;
+  roles[role]++;
+  jr_ptr_key(q, op, "path");
+  if (path[0] != '/') lad_finding(c, "loaded_object_path_not_absolute", q, "'%s' is not an absolute path", path);
+  for (size_t k = 0; k < i; k++)
+    if (!strcmp(path, json_string_value(json_object_get(json_array_get(objs, k), "path")))) {
+      lad_finding(c, "loaded_object_duplicate", q, "'%s' is also /loaded/objects/%zu", path, k);
+      break;
+    }
+  jr_ptr_key(q, op, "sha256");
+  if (!sha) lad_finding(c, "loaded_object_sha256_missing", q, "no SHA-256 of '%s'", path);
+  else if (!dkb_is_sha256_hex(sha)) lad_finding(c, "loaded_object_sha256_invalid", q, "'%s' is not 64 lower-case hex digits", sha);
+  else if (mapdoc && !in_loader_map(mapdoc, path, sha))
+    lad_finding(c, "loaded_object_not_in_loader_map", op, "'%s' with sha256 %s is not in loader map '%s'", path, sha, map_name);
+  if (bytes < 1) {
+    jr_ptr_key(q, op, "bytes");
+    lad_finding(c, "loaded_object_bytes_missing", q, "no positive size of '%s'", path);
+  }
+  return 0;
+}
+
+/* The loader map and the objects it maps: the dkb executable, the CUDA runtime and driver among them. */
+static void loaded_objects(struct lctx *c, const json_t *ld) {
   struct art *map = lad_ref(c, ld, "/loaded", "loader_map", "loader_map_missing", "loader map");
   json_t *mapdoc = lad_art_json(c, map);
   if (map && map->have_file && !loader_map_well_formed(mapdoc)) {
@@ -83,36 +113,8 @@ void lad_level3_loaded(struct lctx *c) {
   const json_t *objs = lad_member(c, ld, "/loaded", "objects", JSON_ARRAY);
   int roles[8] = {0};
   if (!objs || !json_array_size(objs)) lad_finding(c, "loaded_objects_missing", "/loaded/objects", "no loaded object listed");
-  for (size_t i = 0; objs && i < json_array_size(objs) && !c->bad; i++) {
-    char op[DKB_PTR_MAX], q[DKB_PTR_MAX];
-    jr_ptr_idx(op, "/loaded/objects", i);
-    const json_t *o = json_array_get(objs, i);
-    if (lad_keys(c, o, op, oreq, oopt)) break;
-    const char *path = lad_str(c, o, op, "path", 1);
-    int role = -1;
-    LAD_READ(c, jr_enum, o, op, "role", ROLES, &role);
-    const char *sha = lad_str(c, o, op, "sha256", 0);
-    long long bytes = 0;
-    LAD_READ(c, jr_int, o, op, "bytes", 0, LLONG_MAX, &bytes);
-    if (c->bad) break;
-    roles[role]++;
-    jr_ptr_key(q, op, "path");
-    if (path[0] != '/') lad_finding(c, "loaded_object_path_not_absolute", q, "'%s' is not an absolute path", path);
-    for (size_t k = 0; k < i; k++)
-      if (!strcmp(path, json_string_value(json_object_get(json_array_get(objs, k), "path")))) {
-        lad_finding(c, "loaded_object_duplicate", q, "'%s' is also /loaded/objects/%zu", path, k);
-        break;
-      }
-    jr_ptr_key(q, op, "sha256");
-    if (!sha) lad_finding(c, "loaded_object_sha256_missing", q, "no SHA-256 of '%s'", path);
-    else if (!dkb_is_sha256_hex(sha)) lad_finding(c, "loaded_object_sha256_invalid", q, "'%s' is not 64 lower-case hex digits", sha);
-    else if (mapdoc && !in_loader_map(mapdoc, path, sha))
-      lad_finding(c, "loaded_object_not_in_loader_map", op, "'%s' with sha256 %s is not in loader map '%s'", path, sha, map->name);
-    if (bytes < 1) {
-      jr_ptr_key(q, op, "bytes");
-      lad_finding(c, "loaded_object_bytes_missing", q, "no positive size of '%s'", path);
-    }
-  }
+  for (size_t i = 0; objs && i < json_array_size(objs) && !c->bad; i++)
+    if (loaded_object(c, objs, i, mapdoc, map ? map->name : NULL, roles)) break;
   json_decref(mapdoc);
   c->has_cupti = roles[ROLE_CUPTI] > 0;
   if (objs && json_array_size(objs) && !c->bad) {
@@ -120,17 +122,31 @@ void lad_level3_loaded(struct lctx *c) {
     if (!roles[ROLE_CUDART]) lad_finding(c, "loaded_cudart_missing", "/loaded/objects", "no object with role cudart (libcudart)");
     if (!roles[ROLE_CUDA]) lad_finding(c, "loaded_driver_missing", "/loaded/objects", "no object with role cuda (libcuda.so.1)");
   }
+}
+
+/* The build report names the source commit. */
+static void loaded_build_report(struct lctx *c, const json_t *ld) {
   struct art *br = lad_ref(c, ld, "/loaded", "build_report", "build_report_missing", "build report");
-  if (br && br->have_file) {
-    json_t *doc = lad_art_json(c, br);
-    const char *commit = json_string_value(json_object_get(doc, "commit"));
-    if (!json_is_object(doc) || !commit)
-      lad_finding(c, "build_report_unreadable", "/loaded/build_report", "artifact '%s' is not a JSON object with a commit", br->name);
-    else if (c->source_commit && strcmp(commit, c->source_commit))
-      lad_finding(c, "build_report_commit_mismatch", "/loaded/build_report", "build report commit %s differs from source commit %s",
-              commit, c->source_commit);
-    json_decref(doc);
-  }
+  if (!br || !br->have_file) return;
+  json_t *doc = lad_art_json(c, br);
+  const char *commit = json_string_value(json_object_get(doc, "commit"));
+  if (!json_is_object(doc) || !commit)
+    lad_finding(c, "build_report_unreadable", "/loaded/build_report", "artifact '%s' is not a JSON object with a commit", br->name);
+  else if (c->source_commit && strcmp(commit, c->source_commit))
+    lad_finding(c, "build_report_commit_mismatch", "/loaded/build_report", "build report commit %s differs from source commit %s",
+                commit, c->source_commit);
+  json_decref(doc);
+}
+
+void lad_level3_loaded(struct lctx *c) {
+  static const char *const opt[] = {"loader_map", "objects", "build_report", "device", "kernel_binaries", NULL};
+  static const char *const kreq[] = {"symbol", "binary_version", "ptx_version", NULL};
+  const json_t *ld = lad_member(c, c->b, "", "loaded", JSON_OBJECT);
+  if (!ld) { lad_finding(c, "loaded_missing", "/loaded", "no loaded-artifact closure"); return; }
+  c->loaded_present = 1;
+  if (lad_keys(c, ld, "/loaded", NULL, opt)) return;
+  loaded_objects(c, ld);
+  loaded_build_report(c, ld);
   level3_device(c, ld);
   const json_t *kb = lad_member(c, ld, "/loaded", "kernel_binaries", JSON_ARRAY);
   for (size_t i = 0; kb && i < json_array_size(kb) && !c->bad; i++) {
@@ -144,4 +160,3 @@ void lad_level3_loaded(struct lctx *c) {
     LAD_READ(c, jr_int, k, kp, "ptx_version", 0, LLONG_MAX, &v);
   }
 }
-

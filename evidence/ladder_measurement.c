@@ -95,12 +95,145 @@ static void level6_correctness(struct lctx *c, const json_t *m) {
   }
 }
 
+/* The raw samples of the timing pass and the statistics they give. */
+struct samples {
+  int present;
+  double *us;
+  size_t n;
+  struct dkb_stats st;
+};
+
+/* Optional: a timed kernel that keeps state between calls (or merges nondeterministically) measured
+ * something other than the checked call. */
+static void timing_repeat_check(struct lctx *c, const json_t *t) {
+  static const char *const req[] = {"rule", "after_samples", "output_bitwise_equal", NULL};
+  const char *rp = "/measurement/timing/repeat_check";
+  const json_t *rep = lad_member(c, t, "/measurement/timing", "repeat_check", JSON_OBJECT);
+  if (!rep || lad_keys(c, rep, rp, req, NULL)) return;
+  long long after = 0;
+  lad_str(c, rep, rp, "rule", 1);
+  LAD_READ(c, jr_int, rep, rp, "after_samples", 0, LLONG_MAX, &after);
+  const json_t *eq = lad_member(c, rep, rp, "output_bitwise_equal", JSON_TRUE);
+  if (eq && json_is_false(eq))
+    lad_finding(c, "timing_output_not_reproduced", "/measurement/timing/repeat_check/output_bitwise_equal",
+                "after %lld timed samples, a call on poisoned outputs did not reproduce the checked output", after);
+}
+
+/* At least 20 raw samples, every one positive. -1 when the bundle is malformed. */
+static int timing_samples(struct lctx *c, const json_t *t, struct samples *s) {
+  const char *p = "/measurement/timing/samples_us";
+  memset(s, 0, sizeof *s);
+  s->present = LAD_READ(c, jr_num_array, t, "/measurement/timing", "samples_us", -INFINITY, INFINITY, -1, &s->us, &s->n);
+  if (c->bad) return -1;
+  size_t nonpos = 0, first_nonpos = 0;
+  for (size_t i = 0; i < s->n; i++)
+    if (!(s->us[i] > 0) && !nonpos++) first_nonpos = i;
+  if (!s->present) lad_finding(c, "timing_samples_missing", p, "no raw samples: a summary alone is not a measurement");
+  else if (s->n < 20) lad_finding(c, "timing_too_few_samples", p, "%zu raw sample%s, at least 20 required", s->n, s->n == 1 ? "" : "s");
+  if (nonpos) {
+    char q[DKB_PTR_MAX];
+    jr_ptr_idx(q, p, first_nonpos);
+    lad_finding(c, "timing_sample_not_positive", q, "%zu sample%s <= 0 (first: %g)", nonpos, nonpos == 1 ? "" : "s", s->us[first_nonpos]);
+  }
+  dkb_stats_compute(s->us, s->n, &s->st);
+  return 0;
+}
+
+/* Each summary statistic recomputes from the raw samples. */
+static void timing_summary(struct lctx *c, const json_t *t, const struct samples *s) {
+  static const char *const fields[] = {"count", "min", "median", "p95", "max", "mean", "stdev", "rel_stdev", NULL};
+  const char *p = "/measurement/timing/summary";
+  const json_t *sum = lad_member(c, t, "/measurement/timing", "summary", JSON_OBJECT);
+  if (!sum) { lad_finding(c, "timing_summary_missing", p, "no summary of the raw samples"); return; }
+  if (lad_keys(c, sum, p, fields, NULL) || !s->present) return;
+  const struct dkb_stats *st = &s->st;
+  const double want[] = {(double)st->count, st->min, st->median, st->p95, st->max, st->mean, st->stdev, st->rel_stdev};
+  for (int i = 0; fields[i] && !c->bad; i++) {
+    char q[DKB_PTR_MAX];
+    jr_ptr_key(q, p, fields[i]);
+    double got;
+    long long cnt = 0;
+    if (i == 0 && LAD_READ(c, jr_int, sum, p, "count", 0, LLONG_MAX, &cnt)) got = (double)cnt;
+    else if (i == 0 || !LAD_READ(c, jr_num, sum, p, fields[i], -INFINITY, INFINITY, &got)) break;
+    /* the writer uses the same function and round-trip floats: only last-bit differences from other
+     * summation orders are tolerated */
+    if (!(fabs(got - want[i]) <= 1e-9 * fmax(fabs(got), fabs(want[i])) + 1e-12)) {
+      char g[32], w[32];
+      cjson_format_double(got, g);
+      cjson_format_double(want[i], w);
+      lad_finding(c, "timing_summary_mismatch", q, "%s is %s, the raw samples give %s", fields[i], g, w);
+    }
+  }
+}
+
+/* The stop rule as it was applied. */
+struct stop_rule {
+  long long lo, hi;          /* min_samples, max_samples */
+  double target;             /* max_rel_stdev, -1 when null */
+  int met;
+};
+
+/* The writer says why it stopped: that reason, checked against the raw samples and its limits. */
+static void timing_stopped_by(struct lctx *c, const json_t *stop, const struct stop_rule *r, const struct samples *s) {
+  const char *sp = "/measurement/timing/stop_rule";
+  const char *by = lad_str(c, stop, sp, "stopped_by", 1);
+  double min_t = 0, max_t = INFINITY, el = 0, sum_s = 0;
+  LAD_READ(c, jr_num, stop, sp, "min_time_s", 0, INFINITY, &min_t);
+  LAD_READ(c, jr_num, stop, sp, "max_time_s", 0, INFINITY, &max_t);
+  LAD_READ(c, jr_num, stop, sp, "elapsed_s", 0, INFINITY, &el);
+  for (size_t i = 0; i < s->n; i++) sum_s += s->us[i] * 1e-6;
+  if (c->bad || !by) return;
+  const char *v = "timing_stop_rule_violated";
+  if (!strcmp(by, "noise_reached")) {
+    if (!r->met) lad_finding(c, v, "/measurement/timing/stop_rule/met", "stopped_by noise_reached but met is false");
+    else if (sum_s < min_t * (1 - 1e-9))
+      lad_finding(c, v, "/measurement/timing/stop_rule/min_time_s", "stopped on noise after %.6g s of samples, before min_time_s %g", sum_s, min_t);
+  } else if (!strcmp(by, "noise_stable")) {
+    if (r->met) lad_finding(c, v, "/measurement/timing/stop_rule/met", "stopped_by noise_stable means the target was not met");
+    else if (sum_s < min_t * (1 - 1e-9))
+      lad_finding(c, v, "/measurement/timing/stop_rule/min_time_s",
+                  "stopped on stable noise after %.6g s of samples, before min_time_s %g", sum_s, min_t);
+  } else if (!strcmp(by, "max_time")) {
+    if (r->met || !(el >= max_t))
+      lad_finding(c, v, "/measurement/timing/stop_rule/elapsed_s", "stopped_by max_time after %.6g s, max_time_s is %g", el, max_t);
+  } else if (!strcmp(by, "max_samples")) {
+    if ((long long)s->n != r->hi)
+      lad_finding(c, v, "/measurement/timing/stop_rule/max_samples", "stopped_by max_samples at %zu of %lld", s->n, r->hi);
+  } else {
+    lad_finding(c, v, "/measurement/timing/stop_rule/stopped_by", "unknown stop reason '%s'", by);
+  }
+}
+
+/* The sample count and spread obey the stated stop rule. */
+static void timing_stop_rule(struct lctx *c, const json_t *t, const struct samples *s) {
+  static const char *const req[] = {"rule", "min_samples", "max_samples", "max_rel_stdev", "met", NULL};
+  static const char *const opt[] = {"stopped_by", "min_time_s", "max_time_s", "elapsed_s", NULL};
+  const char *sp = "/measurement/timing/stop_rule";
+  const json_t *stop = lad_member(c, t, "/measurement/timing", "stop_rule", JSON_OBJECT);
+  if (!stop) { lad_finding(c, "timing_stop_rule_missing", sp, "no stop rule"); return; }
+  if (lad_keys(c, stop, sp, req, opt)) return;
+  struct stop_rule r = {0, 0, -1, 0};
+  lad_str(c, stop, sp, "rule", 1);
+  LAD_READ(c, jr_int, stop, sp, "min_samples", 1, LLONG_MAX, &r.lo);
+  LAD_READ(c, jr_int, stop, sp, "max_samples", 1, LLONG_MAX, &r.hi);
+  if (!json_is_null(json_object_get(stop, "max_rel_stdev"))) LAD_READ(c, jr_num, stop, sp, "max_rel_stdev", 0, INFINITY, &r.target);
+  r.met = json_is_true(lad_member(c, stop, sp, "met", JSON_TRUE));
+  if (c->bad || !s->present) return;
+  const long long n = (long long)s->n;
+  if (n < r.lo || n > r.hi)
+    lad_finding(c, "timing_stop_rule_violated", sp, "%zu samples outside [min_samples %lld, max_samples %lld]", s->n, r.lo, r.hi);
+  else if (r.met && r.target >= 0 && s->st.rel_stdev > r.target)
+    lad_finding(c, "timing_stop_rule_violated", "/measurement/timing/stop_rule/met", "met is true but rel_stdev %g > max_rel_stdev %g",
+                s->st.rel_stdev, r.target);
+  else if (json_object_get(stop, "stopped_by")) timing_stopped_by(c, stop, &r, s);
+  else if (!r.met && n != r.hi)
+    lad_finding(c, "timing_stop_rule_violated", "/measurement/timing/stop_rule/met",
+                "met is false but sampling stopped at %zu before max_samples %lld", s->n, r.hi);
+}
+
 static void level6_timing(struct lctx *c, const json_t *m) {
   static const char *const opt[] = {"tracing", "method", "warmup", "samples_us", "summary", "stop_rule", "l2_flush",
                                     "clocks_before", "clocks_after", "repeat_check", NULL};
-  static const char *const rep_req[] = {"rule", "after_samples", "output_bitwise_equal", NULL};
-  static const char *const sum_fields[] = {"count", "min", "median", "p95", "max", "mean", "stdev", "rel_stdev", NULL};
-  static const char *const stop_req[] = {"rule", "min_samples", "max_samples", "max_rel_stdev", "met", NULL};
   const char *p = "/measurement/timing";
   const json_t *t = lad_member(c, m, "/measurement", "timing", JSON_OBJECT);
   if (!t) { lad_finding(c, "timing_missing", p, "no timing pass"); return; }
@@ -108,7 +241,7 @@ static void level6_timing(struct lctx *c, const json_t *m) {
   const json_t *tracing = lad_member(c, t, p, "tracing", JSON_TRUE);
   if (!tracing || json_is_true(tracing))
     lad_finding(c, "timing_under_tracing", "/measurement/timing/tracing",
-            tracing ? "the timing pass ran with tracing enabled" : "the timing pass does not say that tracing was off");
+                tracing ? "the timing pass ran with tracing enabled" : "the timing pass does not say that tracing was off");
   if (!lad_str(c, t, p, "method", 0)) lad_finding(c, "timing_method_missing", "/measurement/timing/method", "no timing method");
   long long warm = 0;
   if (!LAD_READ(c, jr_int, t, p, "warmup", 0, LLONG_MAX, &warm) || warm == 0)
@@ -116,107 +249,12 @@ static void level6_timing(struct lctx *c, const json_t *m) {
   lad_member(c, t, p, "l2_flush", JSON_TRUE);
   lad_member(c, t, p, "clocks_before", JSON_OBJECT);
   lad_member(c, t, p, "clocks_after", JSON_OBJECT);
-  /* optional: a timed kernel that keeps state between calls (or merges nondeterministically) measured
-   * something other than the checked call */
-  const char *rp = "/measurement/timing/repeat_check";
-  const json_t *rep = lad_member(c, t, p, "repeat_check", JSON_OBJECT);
-  if (rep && !lad_keys(c, rep, rp, rep_req, NULL)) {
-    long long after = 0;
-    lad_str(c, rep, rp, "rule", 1);
-    LAD_READ(c, jr_int, rep, rp, "after_samples", 0, LLONG_MAX, &after);
-    const json_t *eq = lad_member(c, rep, rp, "output_bitwise_equal", JSON_TRUE);
-    if (eq && json_is_false(eq))
-      lad_finding(c, "timing_output_not_reproduced", "/measurement/timing/repeat_check/output_bitwise_equal",
-              "after %lld timed samples, a call on poisoned outputs did not reproduce the checked output", after);
-  }
-  double *s = NULL;
-  size_t n = 0;
-  const int have_samples = LAD_READ(c, jr_num_array, t, p, "samples_us", -INFINITY, INFINITY, -1, &s, &n);
-  if (c->bad) return;
-  const json_t *samples = have_samples ? json_object_get(t, "samples_us") : NULL;
-  size_t nonpos = 0, first_nonpos = 0;
-  for (size_t i = 0; i < n; i++)
-    if (!(s[i] > 0) && !nonpos++) first_nonpos = i;
-  if (!samples) lad_finding(c, "timing_samples_missing", "/measurement/timing/samples_us", "no raw samples: a summary alone is not a measurement");
-  else if (n < 20)
-    lad_finding(c, "timing_too_few_samples", "/measurement/timing/samples_us", "%zu raw sample%s, at least 20 required", n, n == 1 ? "" : "s");
-  if (nonpos) {
-    char q[DKB_PTR_MAX];
-    jr_ptr_idx(q, "/measurement/timing/samples_us", first_nonpos);
-    lad_finding(c, "timing_sample_not_positive", q, "%zu sample%s <= 0 (first: %g)", nonpos, nonpos == 1 ? "" : "s", s[first_nonpos]);
-  }
-  struct dkb_stats st;
-  dkb_stats_compute(s, n, &st);
-  free(s);
-  const json_t *sum = lad_member(c, t, p, "summary", JSON_OBJECT);
-  if (!sum) lad_finding(c, "timing_summary_missing", "/measurement/timing/summary", "no summary of the raw samples");
-  else if (!lad_keys(c, sum, "/measurement/timing/summary", sum_fields, NULL) && samples) {
-    const double want[] = {(double)st.count, st.min, st.median, st.p95, st.max, st.mean, st.stdev, st.rel_stdev};
-    for (int i = 0; sum_fields[i] && !c->bad; i++) {
-      char q[DKB_PTR_MAX];
-      jr_ptr_key(q, "/measurement/timing/summary", sum_fields[i]);
-      double got;
-      if (i == 0) { long long cnt = 0; if (LAD_READ(c, jr_int, sum, "/measurement/timing/summary", "count", 0, LLONG_MAX, &cnt)) got = (double)cnt; else break; }
-      else if (!LAD_READ(c, jr_num, sum, "/measurement/timing/summary", sum_fields[i], -INFINITY, INFINITY, &got)) break;
-      /* the writer uses the same function and round-trip floats: only last-bit differences from other
-       * summation orders are tolerated */
-      if (!(fabs(got - want[i]) <= 1e-9 * fmax(fabs(got), fabs(want[i])) + 1e-12)) {
-        char g[32], w[32];
-        cjson_format_double(got, g);
-        cjson_format_double(want[i], w);
-        lad_finding(c, "timing_summary_mismatch", q, "%s is %s, the raw samples give %s", sum_fields[i], g, w);
-      }
-    }
-  }
-  const json_t *stop = lad_member(c, t, p, "stop_rule", JSON_OBJECT);
-  if (!stop) { lad_finding(c, "timing_stop_rule_missing", "/measurement/timing/stop_rule", "no stop rule"); return; }
-  static const char *const stop_opt[] = {"stopped_by", "min_time_s", "max_time_s", "elapsed_s", NULL};
-  if (lad_keys(c, stop, "/measurement/timing/stop_rule", stop_req, stop_opt)) return;
-  const char *sp = "/measurement/timing/stop_rule";
-  long long lo = 0, hi = 0;
-  double target = -1;
-  lad_str(c, stop, sp, "rule", 1);
-  LAD_READ(c, jr_int, stop, sp, "min_samples", 1, LLONG_MAX, &lo);
-  LAD_READ(c, jr_int, stop, sp, "max_samples", 1, LLONG_MAX, &hi);
-  const json_t *tv = json_object_get(stop, "max_rel_stdev");
-  if (!json_is_null(tv)) LAD_READ(c, jr_num, stop, sp, "max_rel_stdev", 0, INFINITY, &target);
-  int met = json_is_true(lad_member(c, stop, sp, "met", JSON_TRUE));
-  if (c->bad || !samples) return;
-  if ((long long)n < lo || (long long)n > hi)
-    lad_finding(c, "timing_stop_rule_violated", "/measurement/timing/stop_rule", "%zu samples outside [min_samples %lld, max_samples %lld]", n, lo, hi);
-  else if (met && target >= 0 && st.rel_stdev > target)
-    lad_finding(c, "timing_stop_rule_violated", "/measurement/timing/stop_rule/met", "met is true but rel_stdev %g > max_rel_stdev %g", st.rel_stdev, target);
-  else if (json_object_get(stop, "stopped_by")) {
-    /* the writer says why it stopped: check that reason against the raw samples and its limits */
-    const char *by = lad_str(c, stop, sp, "stopped_by", 1);
-    double min_t = 0, max_t = INFINITY, el = 0, sum_s = 0;
-    LAD_READ(c, jr_num, stop, sp, "min_time_s", 0, INFINITY, &min_t);
-    LAD_READ(c, jr_num, stop, sp, "max_time_s", 0, INFINITY, &max_t);
-    LAD_READ(c, jr_num, stop, sp, "elapsed_s", 0, INFINITY, &el);
-    for (size_t i = 0; i < n; i++) sum_s += json_number_value(json_array_get(samples, i)) * 1e-6;
-    if (c->bad || !by) return;
-    if (!strcmp(by, "noise_reached")) {
-      if (!met) lad_finding(c, "timing_stop_rule_violated", "/measurement/timing/stop_rule/met", "stopped_by noise_reached but met is false");
-      else if (sum_s < min_t * (1 - 1e-9))
-        lad_finding(c, "timing_stop_rule_violated", "/measurement/timing/stop_rule/min_time_s",
-                "stopped on noise after %.6g s of samples, before min_time_s %g", sum_s, min_t);
-    } else if (!strcmp(by, "noise_stable")) {
-      if (met) lad_finding(c, "timing_stop_rule_violated", "/measurement/timing/stop_rule/met", "stopped_by noise_stable means the target was not met");
-      else if (sum_s < min_t * (1 - 1e-9))
-        lad_finding(c, "timing_stop_rule_violated", "/measurement/timing/stop_rule/min_time_s",
-                "stopped on stable noise after %.6g s of samples, before min_time_s %g", sum_s, min_t);
-    } else if (!strcmp(by, "max_time")) {
-      if (met || !(el >= max_t))
-        lad_finding(c, "timing_stop_rule_violated", "/measurement/timing/stop_rule/elapsed_s",
-                "stopped_by max_time after %.6g s, max_time_s is %g", el, max_t);
-    } else if (!strcmp(by, "max_samples")) {
-      if ((long long)n != hi)
-        lad_finding(c, "timing_stop_rule_violated", "/measurement/timing/stop_rule/max_samples", "stopped_by max_samples at %zu of %lld", n, hi);
-    } else {
-      lad_finding(c, "timing_stop_rule_violated", "/measurement/timing/stop_rule/stopped_by", "unknown stop reason '%s'", by);
-    }
-  } else if (!met && (long long)n != hi)
-    lad_finding(c, "timing_stop_rule_violated", "/measurement/timing/stop_rule/met", "met is false but sampling stopped at %zu before max_samples %lld", n, hi);
+  timing_repeat_check(c, t);
+  struct samples s;
+  if (timing_samples(c, t, &s)) return;
+  timing_summary(c, t, &s);
+  timing_stop_rule(c, t, &s);
+  free(s.us);
 }
 
 void lad_level6_measurement(struct lctx *c) {
