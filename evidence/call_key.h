@@ -10,6 +10,9 @@
 #define DKB_CALL_KEY_H
 
 #include <stddef.h>
+#include <stdint.h>
+
+#include <jansson.h>
 
 enum call_key_type {
   CK_STR, CK_INT, CK_NUM, CK_BOOL, CK_ARR, CK_OBJ,
@@ -81,5 +84,24 @@ struct call_key_field {
 /* CALL_KEY_FIELDS as data, in its order. */
 extern const struct call_key_field call_key_fields[];
 extern const size_t call_key_nfields;
+
+/* ---- the logical ledgers a call key determines (article 0x03F) --------------------------------------
+ * One formula each, for the bundle writer (harness/decode_call.c) and for dkb validate, which recomputes
+ * a bundle's /ledgers from its /dispatch/call_key alone. Byte sizes are the stored dtypes'. */
+
+/* K and V payload of `keys` keys, each read once per K/V head: keys * H_kv * (d_qk + d_v) * e_kv. */
+int64_t call_key_kv_bytes(int64_t keys, int64_t h_kv, int64_t d_qk, int64_t d_v, int64_t e_kv);
+/* Q read and O written: B * S_q * H_q * (d_qk * e_q + d_v * e_o). */
+int64_t call_key_qo_bytes(int64_t b, int64_t s_q, int64_t h_q, int64_t d_qk, int64_t d_v, int64_t e_q, int64_t e_o);
+
+/* What the ledgers need from a readable call key. */
+struct call_key_sizes {
+  int64_t keys;            /* sum of S_k_per_request */
+  int64_t b, s_q, h_q, h_kv, d_qk, d_v;
+  int64_t e_q, e_kv, e_o;  /* bytes per element of q_dtype, kv_dtype and o_dtype (q_dtype when absent) */
+};
+/* Reads them from a call key; -1 with why (the member that is missing, of another type or an unknown
+ * dtype) when the key does not determine them. */
+int call_key_sizes_read(const json_t *ck, struct call_key_sizes *out, char why[128]);
 
 #endif

@@ -16,6 +16,7 @@
 
 #define U LADDER_UNMET
 #define I LADDER_INCONSISTENT
+#define N LADDER_NOT_RECOMPUTABLE
 const struct ladder_reason ladder_reasons[] = {
     /* level 0: the bundle as a whole */
     {"claimed_level_exceeds_computed", 0, I, "claimed_level is higher than the level the evidence proves"},
@@ -28,6 +29,7 @@ const struct ladder_reason ladder_reasons[] = {
     {"artifact_sha256_mismatch", -1, I, "a reference's sha256 differs from its /artifacts entry, or the file beside the bundle hashes differently"},
     {"artifact_file_missing", -1, U, "the artifact file is not beside the bundle"},
     {"artifact_bytes_mismatch", -1, I, "the artifact file's size differs from its /artifacts entry"},
+    {"artifact_not_a_file", -1, I, "the artifact is a symbolic link: the bundle's folder must hold the bytes it hashes, not point to them"},
     /* level 1: source present */
     {"source_missing", 1, U, "no /source section"},
     {"source_commit_missing", 1, U, "no source commit"},
@@ -68,7 +70,7 @@ const struct ladder_reason ladder_reasons[] = {
     {"loaded_object_sha256_missing", 3, U, "a loaded object has no SHA-256 (a path or version is not a binary identity)"},
     {"loaded_object_sha256_invalid", 3, I, "a loaded object SHA-256 is not 64 lower-case hex digits"},
     {"loaded_object_bytes_missing", 3, U, "a loaded object has no positive size"},
-    {"loaded_object_not_in_loader_map", 3, I, "a loaded object (path and SHA-256) is not in the loader map artifact"},
+    {"loaded_object_not_in_loader_map", 3, I, "a loaded object (path, SHA-256 and, where the map records it, size) is not in the loader map artifact"},
     {"loaded_executable_missing", 3, U, "the dkb executable (role dkb) is not among the loaded objects"},
     {"loaded_cudart_missing", 3, U, "the CUDA runtime library (role cudart) is not among the loaded objects"},
     {"loaded_driver_missing", 3, U, "the CUDA driver library (role cuda, libcuda.so.1) is not among the loaded objects"},
@@ -78,6 +80,9 @@ const struct ladder_reason ladder_reasons[] = {
     {"device_missing", 3, U, "no GPU device coordinate (a host without CUDA proves nothing about a backend)"},
     {"device_field_missing", 3, U, "a device field is missing (name, compute_capability, sm_count, driver_version, runtime_version, pci_bus_id)"},
     {"device_field_invalid", 3, I, "a device field is not a usable CUDA coordinate (compute capability 'M.m', sm_count >= 1, non-zero driver and runtime)"},
+    {"device_contradicts_admission", 3, I, "the device's compute capability is not the one the admission record (the dispatch diagnostic artifact) was computed for"},
+    {"device_not_recomputable", 3, N, "not recomputable offline: the device's name, sm_count, pci_bus_id, driver_version and runtime_version are in no artifact the bundle hashes (its compute capability is: device_contradicts_admission); their form is checked, their values are the run's word"},
+    {"kernel_binaries_not_recomputable", 3, N, "not recomputable offline: /loaded/kernel_binaries (binary and PTX versions the runtime reported) are in no artifact the bundle hashes"},
     /* level 4: dispatch observed */
     {"dispatch_missing", 4, U, "no /dispatch section"},
     {"call_key_missing", 4, U, "no readable call key"},
@@ -86,6 +91,8 @@ const struct ladder_reason ladder_reasons[] = {
     {"call_key_sha256_missing", 4, U, "no call-key digest"},
     {"call_key_sha256_mismatch", 4, I, "the call-key digest does not recompute from the readable key"},
     {"diagnostic_missing", 4, U, "no content-addressed dispatch diagnostic"},
+    {"diagnostic_unreadable", 4, I, "the dispatch diagnostic artifact is not a dkb.admission/v1 record with its key, candidates, request, outcome and selection"},
+    {"dispatch_contradicts_diagnostic", 4, I, "the request, candidates (backend, priority, domain, eligibility, reasons), outcome or selected backend differs from the admission record"},
     {"request_missing", 4, U, "no backend request (auto or a backend name)"},
     {"outcome_missing", 4, U, "no dispatch outcome"},
     {"candidates_missing", 4, U, "no candidate list"},
@@ -106,6 +113,13 @@ const struct ladder_reason ladder_reasons[] = {
     {"plan_key_contradicts_call_key", 4, I, "a plan-key field differs from the same call-key field (stale plan)"},
     {"plan_key_contradicts_dispatch", 4, I, "the plan key's backend, split_count or workspace_bytes differs from the dispatch record"},
     {"required_kernels_missing", 4, U, "a selected backend without the list of kernels its plan launches"},
+    {"dispatch_contradicts_plan", 4, I, "split_count or workspace_bytes is not the plan record's (/dispatch/plan: max_slots_per_request and workspace_bytes; 1 and 0 when the plan's combine is none)"},
+    {"plan_not_recomputable", 4, N, "not recomputable offline: the plan record (/dispatch/plan: items, slots per request, visible keys, its workspace bytes) is the planner's output for the run's device; the dispatch record and the ledgers are checked against it"},
+    {"ledgers_missing", 4, U, "no /ledgers: dkb writes the logical ledgers of every call it plans (unique K/V, visible K/V, Q/O, workspace round trip)"},
+    {"ledgers_mismatch", 4, I, "a ledger does not recompute: unique_kv_bytes and q_o_bytes from /dispatch/call_key, visible_kv_bytes and workspace_round_trip_bytes from /dispatch/plan"},
+    {"fixture_unreadable", 4, U, "--source-root: the fixture file /fixture/path cannot be read under the source root"},
+    {"fixture_sha256_mismatch", 4, I, "--source-root: the fixture file's SHA-256 differs from /fixture/sha256"},
+    {"fixture_not_recomputable", 4, N, "not recomputable offline: /fixture/sha256 names the fixture file, which the bundle does not embed; --source-root re-hashes it (fixture_sha256_mismatch)"},
     /* level 5: execution observed */
     {"execution_missing", 5, U, "no /execution section"},
     {"no_backend_selected", 5, U, "the dispatch selected no backend, so no kernel of it can have executed"},
@@ -113,6 +127,9 @@ const struct ladder_reason ladder_reasons[] = {
     {"nvtx_range_missing", 5, U, "no NVTX range name for the call"},
     {"external_correlation_missing", 5, U, "no external correlation id joining kernels to the call"},
     {"trace_dropped_records", 5, I, "the profiler dropped records (or did not say), so launch counts may be incomplete"},
+    {"trace_unreadable", 5, I, "the trace artifact is not dkb.trace/v1 JSON lines opening with its meta record"},
+    {"trace_contradicts_execution", 5, I, "nvtx_range, external_correlation_id, dropped_records or the profiler version differs from the trace artifact's meta record"},
+    {"nvtx_range_contradicts_call_key", 5, I, "the NVTX range is not dkb/call/<call_key_sha256>: the trace observed another call"},
     {"profiler_missing", 5, U, "no profiler name and version"},
     {"profiler_library_not_loaded", 5, I, "no CUPTI library (role cupti) among the loaded objects"},
     {"kernels_missing", 5, U, "no kernel records"},
@@ -122,12 +139,13 @@ const struct ladder_reason ladder_reasons[] = {
     {"required_kernel_not_observed", 5, U, "a kernel the selected plan requires was not observed with launches > 0"},
     {"producer_kernel_not_observed", 5, U, "no launched kernel is the chain's producer"},
     {"combine_kernel_not_observed", 5, U, "split_count > 1 but no launched kernel is the chain's combine kernel or a fused producer+combine kernel"},
+    {"kernel_record_contradicts_trace", 5, I, "a kernel record (demangled name, launches in the range, grid, block, registers, shared bytes) is not what the trace artifact records for its symbol, or a kernel the trace saw launched in the range has no record"},
     /* level 6: measured */
     {"measurement_missing", 6, U, "no /measurement section"},
     {"correctness_missing", 6, U, "no correctness comparison"},
     {"correctness_reference_missing", 6, U, "no reference named"},
     {"correctness_tolerance_missing", 6, U, "atol or rtol not recorded"},
-    {"correctness_tolerance_not_frozen", 6, I, "atol or rtol differs from the tolerances frozen in the call key (call_key.tolerances)"},
+    {"correctness_tolerance_not_frozen", 6, I, "atol or rtol (lse_atol, lse_rtol when both record them) differs from the tolerances frozen in the call key (call_key.tolerances)"},
     {"correctness_result_missing", 6, U, "no pass/fail result"},
     {"correctness_failed", 6, U, "correctness did not pass: no timing counts as a measurement"},
     {"correctness_output_missing", 6, U, "no output comparison"},
@@ -145,7 +163,7 @@ const struct ladder_reason ladder_reasons[] = {
     {"timing_too_few_samples", 6, U, "fewer than 20 raw samples"},
     {"timing_sample_not_positive", 6, I, "a raw sample is zero or negative"},
     {"timing_summary_missing", 6, U, "no summary of the raw samples"},
-    {"timing_summary_mismatch", 6, I, "a summary statistic does not recompute from the raw samples"},
+    {"timing_summary_mismatch", 6, I, "a summary statistic, or the repeat check's after_samples, does not recompute from the raw samples"},
     {"timing_stop_rule_missing", 6, U, "no stop rule"},
     {"timing_stop_rule_violated", 6, I, "the sample count or spread contradicts the stated stop rule"},
     {"timing_output_not_reproduced", 6, U, "after the timed calls, one more call on poisoned outputs did not reproduce the checked output bit for bit"},
@@ -154,6 +172,11 @@ const struct ladder_reason ladder_reasons[] = {
 };
 #undef U
 #undef I
+#undef N
+
+const char *ladder_kind_name(enum ladder_kind k) {
+  return k == LADDER_UNMET ? "unmet" : k == LADDER_INCONSISTENT ? "inconsistent" : "not_recomputable";
+}
 
 const struct ladder_reason *ladder_reason_find(const char *id) {
   for (const struct ladder_reason *r = ladder_reasons; r->id; r++)
@@ -206,8 +229,7 @@ json_t *ladder_result_to_json(const struct ladder_result *res) {
   json_t *f = json_array();
   for (size_t i = 0; i < res->n; i++) {
     const struct ladder_finding *x = &res->findings[i];
-    json_array_append_new(f, json_pack("{s:i,s:s,s:s,s:s,s:s}", "level", x->level, "kind",
-                                       x->kind == LADDER_UNMET ? "unmet" : "inconsistent", "reason", x->reason,
+    json_array_append_new(f, json_pack("{s:i,s:s,s:s,s:s,s:s}", "level", x->level, "kind", ladder_kind_name(x->kind), "reason", x->reason,
                                        "pointer", x->pointer, "detail", x->detail));
   }
   return json_pack("{s:i,s:i,s:b,s:s,s:o}", "computed_level", res->computed, "claimed_level", res->claimed,

@@ -23,9 +23,13 @@
 #define BUNDLE_SCHEMA_ID "dkb.bundle/v1"
 
 enum ladder_kind {
-  LADDER_UNMET = 0,         /* required evidence is absent */
-  LADDER_INCONSISTENT = 1,  /* evidence is present but contradicts itself or what it can be recomputed from */
+  LADDER_UNMET = 0,            /* required evidence is absent */
+  LADDER_INCONSISTENT = 1,     /* evidence is present but contradicts itself or what it can be recomputed from */
+  LADDER_NOT_RECOMPUTABLE = 2, /* a catalogue entry, never a finding: bundle fields dkb validate cannot recompute
+                                * offline (no artifact holds them), so they are the run's word */
 };
+/* "unmet", "inconsistent", "not_recomputable". */
+const char *ladder_kind_name(enum ladder_kind k);
 
 /* One stable reason id: the catalogue `dkb validate --list-reasons` prints and the README documents. */
 struct ladder_reason {

@@ -11,7 +11,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
+#include "lib/buf.h"
 #include "lib/sha256.h"
 
 static int artifact_name_ok(const char *s) {
@@ -40,6 +42,17 @@ static void art_check_file(struct lctx *c, struct art *a, const char *p) {
   char path[4096], q[DKB_PTR_MAX];
   snprintf(path, sizeof path, "%s/%s", c->o->bundle_dir, a->name);
   struct stat st;
+  /* A link would let the hash vouch for bytes the folder does not hold (a file elsewhere, which can change
+   * after the bundle is graded, or another bundle's artifact). */
+  if (lstat(path, &st) == 0 && S_ISLNK(st.st_mode)) {
+    char to[4096];
+    ssize_t n = readlink(path, to, sizeof to - 1);
+    to[n > 0 ? n : 0] = '\0';
+    jr_ptr_key(q, p, "name");
+    art_problem(a, "artifact_not_a_file", q, "artifact '%s' is a symbolic link to '%s', not a file in the bundle's folder",
+                a->name, to);
+    return;
+  }
   if (stat(path, &st) != 0 || !S_ISREG(st.st_mode)) {
     jr_ptr_key(q, p, "name");
     art_problem(a, "artifact_file_missing", q, "artifact '%s' is not beside the bundle (%s)", a->name,
@@ -154,5 +167,32 @@ json_t *lad_art_json(struct lctx *c, const struct art *a) {
   snprintf(path, sizeof path, "%s/%s", c->o->bundle_dir, a->name);
   struct dkb_err e;
   return jr_load_file(path, &e);
+}
+
+json_t *lad_art_lines(struct lctx *c, const struct art *a) {
+  if (!a || !a->have_file) return NULL;
+  char path[4096];
+  snprintf(path, sizeof path, "%s/%s", c->o->bundle_dir, a->name);
+  FILE *f = fopen(path, "rb");
+  if (!f) return NULL;
+  struct dkb_buf b;
+  dkb_buf_init(&b);
+  const int bad = dkb_buf_add_file(&b, f);
+  fclose(f);
+  json_t *lines = bad ? NULL : json_array();
+  for (size_t at = 0; lines && at < b.n;) {
+    const char *nl = memchr(b.p + at, '\n', b.n - at);
+    const size_t len = nl ? (size_t)(nl - (b.p + at)) : b.n - at;
+    json_error_t je;
+    json_t *rec = len ? json_loadb(b.p + at, len, JSON_REJECT_DUPLICATES, &je) : NULL;
+    if (!json_is_object(rec)) {  /* an empty line, a line that is not a JSON object: not JSON lines */
+      json_decref(rec);
+      json_decref(lines);
+      lines = NULL;
+    } else json_array_append_new(lines, rec);
+    at += len + 1;
+  }
+  dkb_buf_release(&b);
+  return lines;
 }
 

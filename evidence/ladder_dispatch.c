@@ -244,11 +244,13 @@ void lad_level4_dispatch(struct lctx *c) {
   if (!ck) lad_finding(c, "call_key_missing", "/dispatch/call_key", "no readable call key");
   else level4_call_key(c, ck);
   check_digest(c, d, ck, "call_key_sha256", "call_key_sha256_missing", "call_key_sha256_mismatch", "call key");
-  lad_ref(c, d, "/dispatch", "diagnostic", "diagnostic_missing", "dispatch diagnostic");
+  const struct art *diag = lad_ref(c, d, "/dispatch", "diagnostic", "diagnostic_missing", "dispatch diagnostic");
   struct selection s;
   if (read_selection(c, d, &s)) return;
   check_candidates(c, &s);
   if (c->bad) return;
   check_outcome(c, &s);
   check_plan(c, d, ck, &s);
+  lad_level4_admission(c, d, diag);
+  lad_level4_call(c, d);
 }

@@ -158,7 +158,7 @@ void lad_level5_execution(struct lctx *c) {
     lad_finding(c, "no_backend_selected", "/dispatch/outcome", "dispatch outcome %s: no backend ran", c->outcome);
   if (!x) { lad_finding(c, "execution_missing", "/execution", "no profiler observation of the call"); return; }
   if (lad_keys(c, x, "/execution", NULL, opt)) return;
-  lad_ref(c, x, "/execution", "trace", "trace_missing", "profiler trace");
+  const struct art *tr = lad_ref(c, x, "/execution", "trace", "trace_missing", "profiler trace");
   execution_profiler(c, x);
   const json_t *ks = lad_member(c, x, "/execution", "kernels", JSON_ARRAY);
   size_t nk = ks ? json_array_size(ks) : 0;
@@ -167,4 +167,5 @@ void lad_level5_execution(struct lctx *c) {
     if (execution_kernel(c, ks, i)) return;
   if (c->bad) return;
   execution_required(c, ks);
+  lad_level5_trace(c, x, tr);
 }

@@ -92,6 +92,9 @@ struct art *lad_ref(struct lctx *c, const json_t *sec, const char *ptr, const ch
                     const char *what);
 /* Parses an artifact that holds JSON; NULL when it is not available or not JSON. */
 json_t *lad_art_json(struct lctx *c, const struct art *a);
+/* Parses an artifact of JSON lines (one object per line) into an array; NULL when it is not available or
+ * not JSON lines. */
+json_t *lad_art_lines(struct lctx *c, const struct art *a);
 
 /* ---- the header and the levels ------------------------------------------------------------------ */
 
@@ -104,7 +107,14 @@ void lad_level1_source(struct lctx *c);                /* ladder_source.c */
 void lad_level2_chain(struct lctx *c);
 void lad_level3_loaded(struct lctx *c);                /* ladder_loaded.c */
 void lad_level4_dispatch(struct lctx *c);              /* ladder_dispatch.c */
+/* The checks of what the dispatch record d derives from: fixture, plan record, ledgers (ladder_call.c);
+ * the admission record the diagnostic artifact holds, and the device it was computed for
+ * (ladder_admission.c). */
+void lad_level4_call(struct lctx *c, const json_t *d);
+void lad_level4_admission(struct lctx *c, const json_t *d, const struct art *diag);
 void lad_level5_execution(struct lctx *c);             /* ladder_execution.c */
+/* /execution x recomputed from the trace artifact tr (ladder_trace.c). */
+void lad_level5_trace(struct lctx *c, const json_t *x, const struct art *tr);
 void lad_level6_measurement(struct lctx *c);           /* ladder_measurement.c */
 
 #endif

@@ -12,13 +12,14 @@
 static const char *const ROLES[] = {"dkb", "cudart", "cupti", "cuda", "nvperf", "nvml", "other", NULL};
 enum { ROLE_DKB, ROLE_CUDART, ROLE_CUPTI, ROLE_CUDA };
 
-/* 1 when the loader map lists path with sha256. */
-static int in_loader_map(const json_t *map, const char *path, const char *sha) {
+/* 1 when the loader map lists path with sha256 and, where it records the mapped file's size, that size
+ * (bytes < 1: the object states none). */
+static int in_loader_map(const json_t *map, const char *path, const char *sha, long long bytes) {
   const json_t *objs = json_object_get(map, "objects");
   for (size_t i = 0; i < json_array_size(objs); i++) {
-    const json_t *o = json_array_get(objs, i);
+    const json_t *o = json_array_get(objs, i), *size = json_object_get(o, "size");
     const char *p = json_string_value(json_object_get(o, "path")), *s = json_string_value(json_object_get(o, "sha256"));
-    if (p && s && !strcmp(p, path) && !strcmp(s, sha)) return 1;
+    if (p && s && !strcmp(p, path) && !strcmp(s, sha)) return !json_is_integer(size) || bytes < 1 || json_integer_value(size) == bytes;
   }
   return 0;
 }
@@ -92,8 +93,9 @@ static int loaded_object(struct lctx *c, const json_t *objs, size_t i, const jso
   jr_ptr_key(q, op, "sha256");
   if (!sha) lad_finding(c, "loaded_object_sha256_missing", q, "no SHA-256 of '%s'", path);
   else if (!dkb_is_sha256_hex(sha)) lad_finding(c, "loaded_object_sha256_invalid", q, "'%s' is not 64 lower-case hex digits", sha);
-  else if (mapdoc && !in_loader_map(mapdoc, path, sha))
-    lad_finding(c, "loaded_object_not_in_loader_map", op, "'%s' with sha256 %s is not in loader map '%s'", path, sha, map_name);
+  else if (mapdoc && !in_loader_map(mapdoc, path, sha, bytes))
+    lad_finding(c, "loaded_object_not_in_loader_map", op, "'%s' with sha256 %s and %lld bytes is not in loader map '%s'", path, sha,
+                bytes, map_name);
   if (bytes < 1) {
     jr_ptr_key(q, op, "bytes");
     lad_finding(c, "loaded_object_bytes_missing", q, "no positive size of '%s'", path);

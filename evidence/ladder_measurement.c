@@ -51,6 +51,27 @@ static int mutates_cache(const json_t *ck) {
   return phase && (!strcmp(phase, "append") || !strcmp(phase, "prefill") || !strcmp(phase, "mixed"));
 }
 
+/* atol and rtol, and lse_atol and lse_rtol where recorded, are the call key's frozen tolerances (0x0BG: a
+ * field of the call, never adjusted after the fact). */
+static void correctness_tolerances(struct lctx *c, const json_t *cr) {
+  static const char *const tols[] = {"atol", "rtol", "lse_atol", "lse_rtol", NULL};
+  const char *p = "/measurement/correctness";
+  const json_t *frozen = json_object_get(c->call_key, "tolerances");
+  for (int i = 0; tols[i]; i++) {
+    const int required = i < 2;
+    char q[DKB_PTR_MAX];
+    double tol;
+    jr_ptr_key(q, p, tols[i]);
+    if (!LAD_READ(c, jr_num, cr, p, tols[i], 0, INFINITY, &tol)) {
+      if (required) lad_finding(c, "correctness_tolerance_missing", q, "no %s", tols[i]);
+      continue;
+    }
+    const json_t *f = json_object_get(frozen, tols[i]);
+    if (json_is_object(frozen) && (required || f) && !(json_is_number(f) && json_number_value(f) == tol))
+      lad_finding(c, "correctness_tolerance_not_frozen", q, "%s %g is not the call key's frozen %s", tols[i], tol, tols[i]);
+  }
+}
+
 static void level6_correctness(struct lctx *c, const json_t *m) {
   static const char *const opt[] = {"reference", "passed", "atol", "rtol", "output", "lse", "cache", "lse_atol",
                                     "lse_rtol", "cache_rule", NULL};
@@ -59,17 +80,9 @@ static void level6_correctness(struct lctx *c, const json_t *m) {
   if (!cr) { lad_finding(c, "correctness_missing", p, "no comparison against the float64 oracle"); return; }
   if (lad_keys(c, cr, p, NULL, opt)) return;
   if (!lad_str(c, cr, p, "reference", 0)) lad_finding(c, "correctness_reference_missing", "/measurement/correctness/reference", "no reference named");
-  static const char *const tols[] = {"atol", "rtol"};
-  const json_t *frozen = json_object_get(c->call_key, "tolerances");
-  for (int i = 0; i < 2; i++) {
-    char q[DKB_PTR_MAX];
-    double tol;
-    jr_ptr_key(q, p, tols[i]);
-    if (!LAD_READ(c, jr_num, cr, p, tols[i], 0, INFINITY, &tol)) { lad_finding(c, "correctness_tolerance_missing", q, "no %s", tols[i]); continue; }
-    const json_t *f = json_object_get(frozen, tols[i]);
-    if (json_is_object(frozen) && !(json_is_number(f) && json_number_value(f) == tol))
-      lad_finding(c, "correctness_tolerance_not_frozen", q, "%s %g is not the call key's frozen %s", tols[i], tol, tols[i]);
-  }
+  correctness_tolerances(c, cr);
+  const char *rule;
+  LAD_READ(c, jr_str, cr, p, "cache_rule", &rule);
   const json_t *passed = lad_member(c, cr, p, "passed", JSON_TRUE);
   if (c->bad) return;
   if (!passed) lad_finding(c, "correctness_result_missing", "/measurement/correctness/passed", "no pass/fail result");
@@ -253,6 +266,11 @@ static void level6_timing(struct lctx *c, const json_t *m) {
   struct samples s;
   if (timing_samples(c, t, &s)) return;
   timing_summary(c, t, &s);
+  /* the repeat call came after every timed sample */
+  const json_t *after = json_object_get(json_object_get(t, "repeat_check"), "after_samples");
+  if (s.present && json_is_integer(after) && (size_t)json_integer_value(after) != s.n)
+    lad_finding(c, "timing_summary_mismatch", "/measurement/timing/repeat_check/after_samples",
+                "the repeat check came after %lld samples, the pass has %zu", (long long)json_integer_value(after), s.n);
   timing_stop_rule(c, t, &s);
   free(s.us);
 }

@@ -22,7 +22,7 @@ void lad_malformed(struct lctx *c, const char *ptr, const char *fmt, ...) {
 void lad_finding(struct lctx *c, const char *reason, const char *ptr, const char *fmt, ...) {
   if (c->bad) return;
   const struct ladder_reason *r = ladder_reason_find(reason);
-  if (!r) DKB_BUG("unknown ladder reason '%s'", reason);
+  if (!r || r->kind == LADDER_NOT_RECOMPUTABLE) DKB_BUG("'%s' is not a reason a finding can have", reason);
   struct ladder_result *res = c->res;
   if (res->n == res->cap) {
     res->cap = res->cap ? 2 * res->cap : 32;

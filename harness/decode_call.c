@@ -463,9 +463,10 @@ json_t *decode_call_key(const struct decode_call *c) {
 int64_t decode_call_kv_bytes(const struct decode_call *c) {
   int64_t n = 0;
   for (int b = 0; b < c->B; b++) n += c->kv_len[b];
-  return n * c->H_kv * (int64_t)(c->dk + c->dv) * (int64_t)dkb_dtype_bytes((enum dkb_dtype)c->dtype);
+  return call_key_kv_bytes(n, c->H_kv, c->dk, c->dv, (int64_t)dkb_dtype_bytes((enum dkb_dtype)c->dtype));
 }
 
 int64_t decode_call_qo_bytes(const struct decode_call *c) {
-  return (int64_t)c->B * c->C * c->H_q * (int64_t)(c->dk + c->dv) * (int64_t)dkb_dtype_bytes((enum dkb_dtype)c->dtype);
+  const int64_t e = (int64_t)dkb_dtype_bytes((enum dkb_dtype)c->dtype);
+  return call_key_qo_bytes(c->B, c->C, c->H_q, c->dk, c->dv, e, e);
 }

@@ -1,6 +1,8 @@
 /* test_ladder.c - the ladder's C API (evidence/ladder.h) and the bundle writer (evidence/bundle.h) as
  * `dkb run` uses them: a written bundle claims exactly the level it proves and validates; artifact
- * files are only trusted when the folder is given; terminal-state ceilings. */
+ * files are only trusted when the folder is given; terminal-state ceilings; every field a real bundle
+ * derives from its artifacts, its call key or its plan is recomputed; artifacts are the folder's own
+ * files. */
 #include "tests/util.h"
 
 #include <stdio.h>
@@ -12,6 +14,7 @@
 
 #include "evidence/bundle.h"
 #include "evidence/ladder.h"
+#include "lib/cjson.h"
 #include "lib/jread.h"
 #include "lib/sha256.h"
 
@@ -148,7 +151,145 @@ static void bundle_write_claims_exactly_what_it_proves(void **s) {
   json_decref(src);
 }
 
+/* ---- recomputation, artifact files and thresholds --------------------------------------------------- */
+
+#define CAPTURED "fixtures/captured/default"
+
+/* doc[pointer] = v (new reference); the parent must exist. */
+static void set_at(json_t *doc, const char *pointer, json_t *v) {
+  char parent[DKB_PTR_MAX];
+  const char *slash = strrchr(pointer, '/');
+  snprintf(parent, sizeof parent, "%.*s", (int)(slash - pointer), pointer);
+  json_t *p = jr_resolve(doc, parent);
+  if (!p) fail_msg("no %s", parent);
+  if (json_is_array(p)) json_array_set_new(p, (size_t)atoi(slash + 1), v);
+  else json_object_set_new(p, slash + 1, v);
+}
+
+/* Grades b against the artifacts in dir (NULL: none) under source_root; asserts the computed level and,
+ * with reason, that a finding (reason, pointer) is among the findings; without, that there is none. */
+static void expect(const json_t *b, const char *dir, const char *source_root, int level, const char *reason,
+                   const char *pointer, const char *what) {
+  struct dkb_err err;
+  struct ladder_opts o = {dir, source_root};
+  struct ladder_result res;
+  ladder_result_init(&res);
+  if (ladder_evaluate(b, "test", &o, &res, &err)) fail_msg("%s: not a bundle: %s: %s", what, err.pointer, err.msg);
+  int found = 0;
+  for (size_t i = 0; i < res.n; i++)
+    found |= reason && !strcmp(res.findings[i].reason, reason) && !strcmp(res.findings[i].pointer, pointer);
+  if (res.computed != level || (reason && !found) || (!reason && res.n)) {
+    for (size_t i = 0; i < res.n; i++)
+      print_message("  level %d %s %s: %s\n", res.findings[i].level, res.findings[i].reason, res.findings[i].pointer,
+                    res.findings[i].detail);
+    fail_msg("%s: computed level %d (want %d), %s %s", what, res.computed, level, reason ? reason : "no finding",
+             reason ? (found ? "found" : "not found") : "");
+  }
+  ladder_result_release(&res);
+}
+
+/* Every field of the H200's default bundle that derives from an artifact it hashes, its call key or its
+ * plan record is recomputed: one field changed in a copy, against the unchanged artifacts, is found. */
+static void captured_fields_recompute_from_artifacts_key_and_plan(void **s) {
+  (void)s;
+  static const struct {
+    const char *pointer, *value, *reason, *at;
+    int level;
+  } edits[] = {
+      {"/execution/kernels/0/grid", "[8, 1, 1]", "kernel_record_contradicts_trace", "/execution/kernels/0/grid", 4},
+      {"/execution/kernels/0/registers", "32", "kernel_record_contradicts_trace", "/execution/kernels/0/registers", 4},
+      {"/execution/kernels/0/launches", "2", "kernel_record_contradicts_trace", "/execution/kernels/0/launches", 4},
+      {"/execution/kernels/0/shared_bytes", "81920", "kernel_record_contradicts_trace", "/execution/kernels/0/shared_bytes", 4},
+      {"/execution/kernels/0/symbol", "\"_Z6renamedv\"", "kernel_record_contradicts_trace", "/execution/kernels/0/symbol", 4},
+      {"/execution/nvtx_range", "\"dkb/call/other\"", "trace_contradicts_execution", "/execution/nvtx_range", 4},
+      {"/execution/external_correlation_id", "2", "trace_contradicts_execution", "/execution/external_correlation_id", 4},
+      {"/execution/profiler/version", "\"130002\"", "trace_contradicts_execution", "/execution/profiler/version", 4},
+      {"/loaded/device/compute_capability", "\"8.0\"", "device_contradicts_admission", "/loaded/device/compute_capability", 2},
+      {"/loaded/objects/0/bytes", "704289", "loaded_object_not_in_loader_map", "/loaded/objects/0", 2},
+      {"/dispatch/candidates/1/priority", "101", "dispatch_contradicts_diagnostic", "/dispatch/candidates/1/priority", 3},
+      {"/dispatch/plan/workspace_bytes", "500352", "dispatch_contradicts_plan", "/dispatch/workspace_bytes", 3},
+      {"/dispatch/plan/max_slots_per_request", "12", "dispatch_contradicts_plan", "/dispatch/split_count", 3},
+      {"/ledgers/unique_kv_bytes", "36716546", "ledgers_mismatch", "/ledgers/unique_kv_bytes", 3},
+      {"/ledgers/q_o_bytes", "65537", "ledgers_mismatch", "/ledgers/q_o_bytes", 3},
+      {"/ledgers/visible_kv_bytes", "36716544000", "ledgers_mismatch", "/ledgers/visible_kv_bytes", 3},
+      {"/ledgers/workspace_round_trip_bytes", "500288", "ledgers_mismatch", "/ledgers/workspace_round_trip_bytes", 3},
+      {"/measurement/correctness/lse_atol", "0.0004", "correctness_tolerance_not_frozen", "/measurement/correctness/lse_atol", 5},
+      {"/measurement/timing/repeat_check/after_samples", "23324", "timing_summary_mismatch", "/measurement/timing/repeat_check/after_samples", 5},
+  };
+  json_t *orig = load(CAPTURED "/bundle.json");
+  expect(orig, CAPTURED, NULL, 6, NULL, NULL, "the captured bundle");
+  for (size_t i = 0; i < sizeof edits / sizeof *edits; i++) {
+    json_t *b = json_deep_copy(orig);
+    json_error_t je;
+    set_at(b, edits[i].pointer, json_loads(edits[i].value, JSON_DECODE_ANY, &je));
+    char what[256];
+    snprintf(what, sizeof what, "%s = %s", edits[i].pointer, edits[i].value);
+    expect(b, CAPTURED, NULL, edits[i].level, edits[i].reason, edits[i].at, what);
+    json_decref(b);
+  }
+  /* the fixture's digest: re-hashed under a source root that holds the fixture (here: only it) */
+  char root[512];
+  snprintf(root, sizeof root, "%s/src", tmp_dir());
+  struct run_result r;
+  run_sh(&r, "mkdir -p %s/fixtures/decode && cp fixtures/decode/default.json %s/fixtures/decode/", root, root);
+  assert_int_equal(r.rc, 0);
+  run_result_release(&r);
+  json_t *b = json_deep_copy(orig);
+  set_at(b, "/fixture/sha256", json_string("0000000000000000000000000000000000000000000000000000000000000000"));
+  expect(b, CAPTURED, NULL, 6, NULL, NULL, "a null fixture digest without --source-root (not recomputable offline)");
+  expect(b, CAPTURED, root, 0, "fixture_sha256_mismatch", "/fixture/sha256", "a null fixture digest under --source-root");
+  set_at(b, "/fixture/path", json_string("fixtures/decode/absent.json"));
+  expect(b, CAPTURED, root, 0, "fixture_unreadable", "/fixture/path", "a fixture not under --source-root");
+  json_decref(b);
+  /* named as not recomputable (dkb validate --list-reasons): the device's name and SM count are the run's word */
+  b = json_deep_copy(orig);
+  set_at(b, "/loaded/device/name", json_string("NVIDIA A100-SXM4-80GB"));
+  set_at(b, "/loaded/device/sm_count", json_integer(108));
+  expect(b, CAPTURED, NULL, 6, NULL, NULL, "another device name and SM count (device_not_recomputable)");
+  json_decref(b);
+  json_decref(orig);
+}
+
+/* dkb writes the ledgers of every call it plans: without them the dispatch record is incomplete. */
+static void ledgers_are_required(void **s) {
+  (void)s;
+  json_t *b = load(CAPTURED "/bundle.json");
+  json_object_del(b, "ledgers");
+  expect(b, CAPTURED, NULL, 3, "ledgers_missing", "/ledgers", "no ledgers");
+  json_decref(b);
+}
+
+/* An artifact beside the bundle must be a file of the folder: a symbolic link, to the right bytes outside
+ * the folder or inside it, is refused with its pointer; so is one changed byte of the same size. */
+static void artifacts_are_the_folders_own_bytes(void **s) {
+  (void)s;
+  json_t *b = load(CAPTURED "/bundle.json");
+  const char *trace = json_string_value(jr_resolve(b, "/execution/trace/artifact"));
+  const char *adm = json_string_value(jr_resolve(b, "/dispatch/diagnostic/artifact"));
+  char dir[512];
+  snprintf(dir, sizeof dir, "%s/links", tmp_dir());
+  struct run_result r;
+  run_sh(&r, "rm -rf %s %s/elsewhere && mkdir -p %s/elsewhere && cp -r " CAPTURED " %s && mv %s/%s %s/elsewhere/ && "
+             "ln -s %s/elsewhere/%s %s/%s", dir, tmp_dir(), tmp_dir(), dir, dir, trace, tmp_dir(), tmp_dir(), trace, dir, trace);
+  assert_int_equal(r.rc, 0);
+  run_result_release(&r);
+  expect(b, dir, NULL, 4, "artifact_not_a_file", "/artifacts/1/name", "the trace, a link to the same file outside the folder");
+  run_sh(&r, "cd %s && rm %s && cp %s/elsewhere/%s copy.jsonl && ln -s copy.jsonl %s", dir, trace, tmp_dir(), trace, trace);
+  assert_int_equal(r.rc, 0);
+  run_result_release(&r);
+  expect(b, dir, NULL, 4, "artifact_not_a_file", "/artifacts/1/name", "the trace, a link inside the folder");
+  /* the hash check on the bytes: one byte of the admission record changed, same size */
+  run_sh(&r, "cd %s && rm %s && mv copy.jsonl %s && /usr/bin/python3 -c \"import sys; p=sys.argv[1]; d=bytearray(open(p,'rb').read()); "
+             "d[d.index(b'dkb_split_kv')] = ord('D'); open(p,'wb').write(d)\" %s", dir, trace, trace, adm);
+  assert_int_equal(r.rc, 0);
+  run_result_release(&r);
+  expect(b, dir, NULL, 3, "artifact_sha256_mismatch", "/artifacts/0/sha256", "an admission record with one byte changed");
+  json_decref(b);
+}
+
 DKB_TEST_GROUP(ladder, cmocka_unit_test(artifact_files_count_only_when_the_folder_is_given),
                cmocka_unit_test(terminal_ceilings_follow_the_ladder), cmocka_unit_test(exit_codes_follow_the_final_status),
                cmocka_unit_test(wrong_type_is_not_a_bundle),
-               cmocka_unit_test(bundle_write_claims_exactly_what_it_proves))
+               cmocka_unit_test(bundle_write_claims_exactly_what_it_proves),
+               cmocka_unit_test(captured_fields_recompute_from_artifacts_key_and_plan), cmocka_unit_test(ledgers_are_required),
+               cmocka_unit_test(artifacts_are_the_folders_own_bytes))
