@@ -11,16 +11,14 @@
 #include "evidence/ladder.h"
 #include "lib/jread.h"
 
-static const char *kind_name(enum ladder_kind k) { return k == LADDER_UNMET ? "unmet" : "inconsistent"; }
-
 static int list_reasons(int as_json) {
   json_t *all = json_array();
   for (const struct ladder_reason *r = ladder_reasons; r->id; r++) {
     if (as_json)
-      json_array_append_new(all, json_pack("{s:s,s:i,s:s,s:s}", "id", r->id, "level", r->level, "kind", kind_name(r->kind),
+      json_array_append_new(all, json_pack("{s:s,s:i,s:s,s:s}", "id", r->id, "level", r->level, "kind", ladder_kind_name(r->kind),
                                            "summary", r->summary));
-    else if (r->level < 0) printf("any  %-12s  %-34s  %s\n", kind_name(r->kind), r->id, r->summary);
-    else printf("%-3d  %-12s  %-34s  %s\n", r->level, kind_name(r->kind), r->id, r->summary);
+    else if (r->level < 0) printf("any  %-12s  %-34s  %s\n", ladder_kind_name(r->kind), r->id, r->summary);
+    else printf("%-3d  %-12s  %-34s  %s\n", r->level, ladder_kind_name(r->kind), r->id, r->summary);
   }
   if (!as_json) {
     json_decref(all);
@@ -91,7 +89,7 @@ int cmd_validate(int argc, char **argv) {
              res.synthetic ? " (synthetic)" : "");
       for (size_t k = 0; k < res.n; k++) {
         const struct ladder_finding *f = &res.findings[k];
-        printf("  level %d  %-12s  %s  %s: %s\n", f->level, kind_name(f->kind), f->reason, f->pointer[0] ? f->pointer : "/",
+        printf("  level %d  %-12s  %s  %s: %s\n", f->level, ladder_kind_name(f->kind), f->reason, f->pointer[0] ? f->pointer : "/",
                f->detail);
       }
       if (below) printf("  below the required level %d\n", require);

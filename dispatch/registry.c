@@ -6,6 +6,7 @@
 
 #include <math.h>
 #include <stdarg.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -112,6 +113,69 @@ size_t dispatch_key_check(const struct dispatch_key *k, struct admit_reasons *wh
   return why->n + why->dropped - before;
 }
 
+/* ---- the key's fields: one table for its JSON, its reader and its required keys ------------------ */
+
+enum dk_kind {
+  DKF_ENUM,    /* an enum stored as int, spelled by names[] */
+  DKF_DTYPE,   /* an enum dkb_dtype, one of KEY_DTYPES */
+  DKF_INT,     /* a long long; read within [lo, hi] */
+  DKF_OPT_INT, /* a long long, null when DK_ABSENT; read >= 0 */
+  DKF_NUM,     /* a double */
+  DKF_BOOL,    /* an int, 0 or 1 */
+  DKF_STR,     /* a char[DK_BACKEND_NAME_MAX] */
+  DKF_DEVICE,  /* "cpu" or "cuda:N": an enum dk_device at off, its index (long long) at off2 */
+};
+
+struct dk_field {
+  const char *name;            /* the JSON member */
+  enum dk_kind kind;
+  int full;                    /* only in the DK_FULL form, so optional when read */
+  size_t off, off2;            /* offsetof(struct dispatch_key, ...) */
+  const char *const *names;    /* DKF_ENUM spellings */
+  long long lo, hi;            /* DKF_INT range */
+};
+
+#define AT(k, off, type) ((type *)((char *)(k) + (off)))
+#define AT_C(k, off, type) ((const type *)((const char *)(k) + (off)))
+#define OFF(field) offsetof(struct dispatch_key, field)
+#define BIG (1LL << 53)
+/* The twenty fields of 0x07A (DK_TEACHING, the digest the article prints), then the DK_FULL extras.
+ * The order is the reader's: the first wrong field of a document is the one reported. */
+static const struct dk_field DK_FIELDS[] = {
+    {"phase", DKF_ENUM, 0, OFF(phase), 0, DK_PHASE_NAMES, 0, 0},
+    {"device_type", DKF_ENUM, 0, OFF(device_type), 0, DK_DEVICE_NAMES, 0, 0},
+    {"compute_capability", DKF_OPT_INT, 0, OFF(compute_capability), 0, NULL, 0, 0},
+    {"dtype", DKF_DTYPE, 0, OFF(dtype), 0, NULL, 0, 0},
+    {"kv_dtype", DKF_DTYPE, 0, OFF(kv_dtype), 0, NULL, 0, 0},
+    {"q_len", DKF_INT, 0, OFF(q_len), 0, NULL, -BIG, BIG},
+    {"kv_len", DKF_INT, 0, OFF(kv_len), 0, NULL, -BIG, BIG},
+    {"num_q_heads", DKF_INT, 0, OFF(num_q_heads), 0, NULL, -BIG, BIG},
+    {"num_kv_heads", DKF_INT, 0, OFF(num_kv_heads), 0, NULL, -BIG, BIG},
+    {"head_dim_qk", DKF_INT, 0, OFF(head_dim_qk), 0, NULL, -BIG, BIG},
+    {"head_dim_vo", DKF_INT, 0, OFF(head_dim_vo), 0, NULL, -BIG, BIG},
+    {"cache_layout", DKF_ENUM, 0, OFF(cache_layout), 0, DK_LAYOUT_NAMES, 0, 0},
+    {"page_size", DKF_OPT_INT, 0, OFF(page_size), 0, NULL, 0, 0},
+    {"mask_kind", DKF_ENUM, 0, OFF(mask_kind), 0, DK_MASK_NAMES, 0, 0},
+    {"dropout_p", DKF_NUM, 0, OFF(dropout_p), 0, NULL, 0, 0},
+    {"training", DKF_BOOL, 0, OFF(training), 0, NULL, 0, 0},
+    {"requires_deterministic", DKF_BOOL, 0, OFF(requires_deterministic), 0, NULL, 0, 0},
+    {"cuda_graph", DKF_BOOL, 0, OFF(cuda_graph), 0, NULL, 0, 0},
+    {"last_dim_contiguous", DKF_BOOL, 0, OFF(last_dim_contiguous), 0, NULL, 0, 0},
+    {"backend_request", DKF_STR, 0, OFF(backend_request), 0, NULL, 0, 0},
+    {"batch", DKF_INT, 1, OFF(batch), 0, NULL, -BIG, BIG},
+    {"device_index", DKF_INT, 1, OFF(device_index), 0, NULL, 0, 1023},
+    {"window", DKF_OPT_INT, 1, OFF(window), 0, NULL, 0, 0},
+    {"workspace_bytes", DKF_OPT_INT, 1, OFF(workspace_bytes), 0, NULL, 0, 0},
+    {"workspace_device", DKF_DEVICE, 1, OFF(workspace_device_type), OFF(workspace_device_index), NULL, 0, 0},
+};
+#define DK_NFIELDS (sizeof DK_FIELDS / sizeof *DK_FIELDS)
+/* Enum members are read and written as int. */
+_Static_assert(sizeof(enum dk_phase) == sizeof(int) && sizeof(enum dk_device) == sizeof(int) &&
+                   sizeof(enum dk_layout) == sizeof(int) && sizeof(enum dk_mask) == sizeof(int) &&
+                   sizeof(enum dkb_dtype) == sizeof(int),
+               "enum fields of struct dispatch_key are int-sized");
+_Static_assert(sizeof ((struct dispatch_key *)0)->backend_request == DK_BACKEND_NAME_MAX, "backend_request size");
+
 /* ---- key JSON and digests -------------------------------------------------------------------- */
 
 static json_t *opt_int(long long v) { return v == DK_ABSENT ? json_null() : json_integer(v); }
@@ -121,37 +185,27 @@ static void device_string(enum dk_device t, long long idx, char out[32]) {
   else snprintf(out, 32, "cuda:%lld", idx);
 }
 
+static json_t *field_json(const struct dispatch_key *k, const struct dk_field *f) {
+  char dev[32];
+  switch (f->kind) {
+  case DKF_ENUM: return json_string(f->names[*AT_C(k, f->off, int)]);
+  case DKF_DTYPE: return json_string(dkb_dtype_name((enum dkb_dtype)*AT_C(k, f->off, int)));
+  case DKF_INT: return json_integer(*AT_C(k, f->off, long long));
+  case DKF_OPT_INT: return opt_int(*AT_C(k, f->off, long long));
+  case DKF_NUM: return json_real(*AT_C(k, f->off, double));
+  case DKF_BOOL: return json_boolean(*AT_C(k, f->off, int));
+  case DKF_STR: return json_string(AT_C(k, f->off, char));
+  case DKF_DEVICE:
+    device_string((enum dk_device)*AT_C(k, f->off, int), *AT_C(k, f->off2, long long), dev);
+    return json_string(dev);
+  }
+  return json_null();
+}
+
 json_t *dispatch_key_to_json(const struct dispatch_key *k, enum dk_form form) {
   json_t *j = json_object();
-  json_object_set_new(j, "phase", json_string(DK_PHASE_NAMES[k->phase]));
-  json_object_set_new(j, "device_type", json_string(DK_DEVICE_NAMES[k->device_type]));
-  json_object_set_new(j, "compute_capability", opt_int(k->compute_capability));
-  json_object_set_new(j, "dtype", json_string(dkb_dtype_name(k->dtype)));
-  json_object_set_new(j, "kv_dtype", json_string(dkb_dtype_name(k->kv_dtype)));
-  json_object_set_new(j, "q_len", json_integer(k->q_len));
-  json_object_set_new(j, "kv_len", json_integer(k->kv_len));
-  json_object_set_new(j, "num_q_heads", json_integer(k->num_q_heads));
-  json_object_set_new(j, "num_kv_heads", json_integer(k->num_kv_heads));
-  json_object_set_new(j, "head_dim_qk", json_integer(k->head_dim_qk));
-  json_object_set_new(j, "head_dim_vo", json_integer(k->head_dim_vo));
-  json_object_set_new(j, "cache_layout", json_string(DK_LAYOUT_NAMES[k->cache_layout]));
-  json_object_set_new(j, "page_size", opt_int(k->page_size));
-  json_object_set_new(j, "mask_kind", json_string(DK_MASK_NAMES[k->mask_kind]));
-  json_object_set_new(j, "dropout_p", json_real(k->dropout_p));
-  json_object_set_new(j, "training", json_boolean(k->training));
-  json_object_set_new(j, "requires_deterministic", json_boolean(k->requires_deterministic));
-  json_object_set_new(j, "cuda_graph", json_boolean(k->cuda_graph));
-  json_object_set_new(j, "last_dim_contiguous", json_boolean(k->last_dim_contiguous));
-  json_object_set_new(j, "backend_request", json_string(k->backend_request));
-  if (form == DK_FULL) {
-    char dev[32];
-    device_string(k->workspace_device_type, k->workspace_device_index, dev);
-    json_object_set_new(j, "batch", json_integer(k->batch));
-    json_object_set_new(j, "device_index", json_integer(k->device_index));
-    json_object_set_new(j, "window", opt_int(k->window));
-    json_object_set_new(j, "workspace_device", json_string(dev));
-    json_object_set_new(j, "workspace_bytes", opt_int(k->workspace_bytes));
-  }
+  for (const struct dk_field *f = DK_FIELDS; f < DK_FIELDS + DK_NFIELDS; f++)
+    if (!f->full || form == DK_FULL) json_object_set_new(j, f->name, field_json(k, f));
   return j;
 }
 
@@ -187,53 +241,58 @@ static int read_device(struct jr *r, const json_t *obj, const char *ptr, const c
   return jr_fail(r, ptr, key, "must be 'cpu' or 'cuda:N' (got '%s')", s);
 }
 
-static const char *const KEY_REQUIRED[] = {
-    "phase", "device_type", "compute_capability", "dtype", "kv_dtype", "q_len", "kv_len", "num_q_heads",
-    "num_kv_heads", "head_dim_qk", "head_dim_vo", "cache_layout", "page_size", "mask_kind", "dropout_p",
-    "training", "requires_deterministic", "cuda_graph", "last_dim_contiguous", "backend_request", NULL};
-static const char *const KEY_OPTIONAL[] = {"batch", "device_index", "window", "workspace_device", "workspace_bytes",
-                                           NULL};
+/* Reads field f of obj into k: spelling and type only (values are dispatch_key_check's). A DK_FULL field
+ * may be absent and keeps its default; backend_request is only type-checked here (its length is checked
+ * once every field has its type). */
+static int field_read(struct jr *r, const json_t *obj, const char *ptr, const struct dk_field *f, struct dispatch_key *k) {
+  const int required = !f->full;
+  int i = -1;
+  const char *s = NULL;
+  switch (f->kind) {
+  case DKF_ENUM:
+    if (jr_enum(r, obj, ptr, f->name, required, f->names, &i)) return -1;
+    if (i >= 0) *AT(k, f->off, int) = i;
+    return 0;
+  case DKF_DTYPE:
+    if (jr_enum(r, obj, ptr, f->name, required, KEY_DTYPES, &i)) return -1;
+    if (i >= 0) *AT(k, f->off, int) = (int)KEY_DTYPE_VALUES[i];
+    return 0;
+  case DKF_INT: return jr_int(r, obj, ptr, f->name, required, f->lo, f->hi, AT(k, f->off, long long));
+  case DKF_OPT_INT: return read_opt_int(r, obj, ptr, f->name, AT(k, f->off, long long));
+  case DKF_NUM: return jr_num(r, obj, ptr, f->name, required, -INFINITY, INFINITY, AT(k, f->off, double));
+  case DKF_BOOL: return jr_bool(r, obj, ptr, f->name, required, AT(k, f->off, int));
+  case DKF_STR: return jr_str(r, obj, ptr, f->name, required, &s);
+  case DKF_DEVICE:
+    return read_device(r, obj, ptr, f->name, (enum dk_device *)AT(k, f->off, int), AT(k, f->off2, long long));
+  }
+  return 0;
+}
 
 int dispatch_key_read(struct jr *r, const json_t *obj, const char *ptr, struct dispatch_key *k) {
   dispatch_key_init(k);
-  if (jr_keys(r, obj, ptr, KEY_REQUIRED, KEY_OPTIONAL)) return -1;
-  int phase = 0, dev = 0, layout = 0, mask = 0, dt = 0, kvdt = 0;
-  const char *req = NULL;
-  const long long BIG = 1LL << 53;
-  if (jr_enum(r, obj, ptr, "phase", 1, DK_PHASE_NAMES, &phase) ||
-      jr_enum(r, obj, ptr, "device_type", 1, DK_DEVICE_NAMES, &dev) ||
-      read_opt_int(r, obj, ptr, "compute_capability", &k->compute_capability) ||
-      jr_enum(r, obj, ptr, "dtype", 1, KEY_DTYPES, &dt) || jr_enum(r, obj, ptr, "kv_dtype", 1, KEY_DTYPES, &kvdt) ||
-      jr_int(r, obj, ptr, "q_len", 1, -BIG, BIG, &k->q_len) || jr_int(r, obj, ptr, "kv_len", 1, -BIG, BIG, &k->kv_len) ||
-      jr_int(r, obj, ptr, "num_q_heads", 1, -BIG, BIG, &k->num_q_heads) ||
-      jr_int(r, obj, ptr, "num_kv_heads", 1, -BIG, BIG, &k->num_kv_heads) ||
-      jr_int(r, obj, ptr, "head_dim_qk", 1, -BIG, BIG, &k->head_dim_qk) ||
-      jr_int(r, obj, ptr, "head_dim_vo", 1, -BIG, BIG, &k->head_dim_vo) ||
-      jr_enum(r, obj, ptr, "cache_layout", 1, DK_LAYOUT_NAMES, &layout) ||
-      read_opt_int(r, obj, ptr, "page_size", &k->page_size) ||
-      jr_enum(r, obj, ptr, "mask_kind", 1, DK_MASK_NAMES, &mask) ||
-      jr_num(r, obj, ptr, "dropout_p", 1, -INFINITY, INFINITY, &k->dropout_p) ||
-      jr_bool(r, obj, ptr, "training", 1, &k->training) ||
-      jr_bool(r, obj, ptr, "requires_deterministic", 1, &k->requires_deterministic) ||
-      jr_bool(r, obj, ptr, "cuda_graph", 1, &k->cuda_graph) ||
-      jr_bool(r, obj, ptr, "last_dim_contiguous", 1, &k->last_dim_contiguous) ||
-      jr_str(r, obj, ptr, "backend_request", 1, &req) || jr_int(r, obj, ptr, "batch", 0, -BIG, BIG, &k->batch) ||
-      jr_int(r, obj, ptr, "device_index", 0, 0, 1023, &k->device_index) ||
-      read_opt_int(r, obj, ptr, "window", &k->window) ||
-      read_opt_int(r, obj, ptr, "workspace_bytes", &k->workspace_bytes))
-    return -1;
-  if (strlen(req) >= sizeof k->backend_request)
-    return jr_fail(r, ptr, "backend_request", "must be shorter than %d characters", DK_BACKEND_NAME_MAX);
-  snprintf(k->backend_request, sizeof k->backend_request, "%s", req);
-  k->phase = (enum dk_phase)phase;
-  k->device_type = (enum dk_device)dev;
-  k->cache_layout = (enum dk_layout)layout;
-  k->mask_kind = (enum dk_mask)mask;
-  k->dtype = KEY_DTYPE_VALUES[dt];
-  k->kv_dtype = KEY_DTYPE_VALUES[kvdt];
+  const char *req[DK_NFIELDS + 1], *opt[DK_NFIELDS + 1];
+  size_t nr = 0, no = 0;
+  for (const struct dk_field *f = DK_FIELDS; f < DK_FIELDS + DK_NFIELDS; f++) {
+    if (f->full) opt[no++] = f->name;
+    else req[nr++] = f->name;
+  }
+  req[nr] = opt[no] = NULL;
+  if (jr_keys(r, obj, ptr, req, opt)) return -1;
+  /* the workspace device defaults to the call's device: it is read once that is known */
+  for (const struct dk_field *f = DK_FIELDS; f < DK_FIELDS + DK_NFIELDS; f++)
+    if (f->kind != DKF_DEVICE && field_read(r, obj, ptr, f, k)) return -1;
+  for (const struct dk_field *f = DK_FIELDS; f < DK_FIELDS + DK_NFIELDS; f++) {
+    if (f->kind != DKF_STR) continue;
+    const char *s = json_string_value(json_object_get(obj, f->name));
+    if (strlen(s) >= DK_BACKEND_NAME_MAX)
+      return jr_fail(r, ptr, f->name, "must be shorter than %d characters", DK_BACKEND_NAME_MAX);
+    snprintf(AT(k, f->off, char), DK_BACKEND_NAME_MAX, "%s", s);
+  }
   k->workspace_device_type = k->device_type;
   k->workspace_device_index = k->device_index;
-  return read_device(r, obj, ptr, "workspace_device", &k->workspace_device_type, &k->workspace_device_index);
+  for (const struct dk_field *f = DK_FIELDS; f < DK_FIELDS + DK_NFIELDS; f++)
+    if (f->kind == DKF_DEVICE && field_read(r, obj, ptr, f, k)) return -1;
+  return 0;
 }
 
 /* ---- registries ------------------------------------------------------------------------------ */
@@ -530,13 +589,13 @@ static int verify_key(struct jr *r, const json_t *ck, const char *ptr, const str
   if (!json_is_object(ck)) return jr_fail(r, ptr, NULL, "must be an object (got %s)", jr_type_name(ck));
   json_t *ours = dispatch_key_to_json(&a->key, DK_FULL);
   int rc = 0;
-  for (int i = 0; KEY_REQUIRED[i] && !rc; i++) {
-    if (json_object_get(ck, KEY_REQUIRED[i])) continue;
-    rc = !strcmp(KEY_REQUIRED[i], "requires_deterministic")
+  for (const struct dk_field *f = DK_FIELDS; f < DK_FIELDS + DK_NFIELDS && !rc; f++) {
+    if (f->full || json_object_get(ck, f->name)) continue;
+    rc = !strcmp(f->name, "requires_deterministic")
              ? vreject(reason, detail, dn, "determinism_missing_from_key",
                        "the recorded key omits requires_deterministic: backends with different reduction orders "
                        "would share one evidence row (0x07G)")
-             : vreject(reason, detail, dn, "key_mismatch", "the recorded key omits %s", KEY_REQUIRED[i]);
+             : vreject(reason, detail, dn, "key_mismatch", "the recorded key omits %s", f->name);
   }
   const char *name;
   json_t *v;

@@ -23,9 +23,13 @@
 #define BUNDLE_SCHEMA_ID "dkb.bundle/v1"
 
 enum ladder_kind {
-  LADDER_UNMET = 0,         /* required evidence is absent */
-  LADDER_INCONSISTENT = 1,  /* evidence is present but contradicts itself or what it can be recomputed from */
+  LADDER_UNMET = 0,            /* required evidence is absent */
+  LADDER_INCONSISTENT = 1,     /* evidence is present but contradicts itself or what it can be recomputed from */
+  LADDER_NOT_RECOMPUTABLE = 2, /* a catalogue entry, never a finding: bundle fields dkb validate cannot recompute
+                                * offline (no artifact holds them), so they are the run's word */
 };
+/* "unmet", "inconsistent", "not_recomputable". */
+const char *ladder_kind_name(enum ladder_kind k);
 
 /* One stable reason id: the catalogue `dkb validate --list-reasons` prints and the README documents. */
 struct ladder_reason {
@@ -76,8 +80,6 @@ int ladder_evaluate(const json_t *bundle, const char *file, const struct ladder_
 
 /* The call-chain layers level 2 requires, in call order (NULL-terminated). */
 extern const char *const ladder_required_layers[];
-/* The call-key fields level 4 requires (article 0x0BE; NULL-terminated). */
-extern const char *const ladder_call_key_fields[];
 /* Highest level a bundle with this status.terminal may prove (complete: 6); -1 for an unknown state. */
 int ladder_terminal_ceiling(const char *terminal);
 /* The exit code a run that ended in this status.terminal calls for: DKB_FAIL for correctness_failed

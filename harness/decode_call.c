@@ -1,6 +1,7 @@
 /* decode_call.c - loading and checking a dkb.decode/v1 fixture (see decode_call.h). */
 #include "harness/decode_call.h"
 #include "dispatch/registry.h"
+#include "evidence/call_key.h"
 #include "lib/cjson.h"
 #include "lib/jread.h"
 #include "kernels/decode.h"
@@ -10,6 +11,7 @@
 #include "oracles/rng.h"
 
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -374,59 +376,104 @@ int decode_call_load(const char *path, struct decode_call *c, struct dkb_err *er
   return rc;
 }
 
+/* ---- the call key: one writer per row of CALL_KEY_FIELDS (evidence/call_key.h) ------------------ */
+
+static int is_paged(const struct decode_call *c) { return c->layout == KV_PAGED_NHD || c->layout == KV_PAGED_HND; }
+static int is_contiguous(const struct decode_call *c) { return c->layout == KV_CONTIG_NHD || c->layout == KV_CONTIG_HND; }
+static json_t *dtype_json(const struct decode_call *c) { return json_string(dkb_dtype_name((enum dkb_dtype)c->dtype)); }
+static int is_window(const struct decode_call *c) { return c->mask_kind == MASK_SLIDING_WINDOW; }
+static int is_program(const struct decode_call *c, int program) {
+  return c->mask_kind == MASK_FLASHMASK && c->mask_program == program;
+}
+static json_t *int_if(int applies, long long v) { return applies ? json_integer(v) : NULL; }
+
+static json_t *ck_schema(const struct decode_call *c) { (void)c; return json_string("dkb.call-key/v1"); }
+static json_t *ck_phase(const struct decode_call *c) { return json_string(PHASES[c->phase]); }
+static json_t *ck_B(const struct decode_call *c) { return json_integer(c->B); }
+static json_t *ck_S_q(const struct decode_call *c) { return json_integer(c->C); }
+static json_t *ck_S_k_per_request(const struct decode_call *c) {
+  json_t *a = json_array();
+  for (int b = 0; b < c->B; b++) json_array_append_new(a, json_integer(c->kv_len[b]));
+  return a;
+}
+static json_t *ck_H_q(const struct decode_call *c) { return json_integer(c->H_q); }
+static json_t *ck_H_kv(const struct decode_call *c) { return json_integer(c->H_kv); }
+static json_t *ck_d_qk(const struct decode_call *c) { return json_integer(c->dk); }
+static json_t *ck_d_v(const struct decode_call *c) { return json_integer(c->dv); }
+/* Q, K, V and O share the call's one dtype. */
+static json_t *ck_q_dtype(const struct decode_call *c) { return dtype_json(c); }
+static json_t *ck_kv_dtype(const struct decode_call *c) { return dtype_json(c); }
+static json_t *ck_o_dtype(const struct decode_call *c) { return dtype_json(c); }
+static json_t *ck_cache_layout(const struct decode_call *c) { return json_string(kv_layout_name((enum kv_layout_kind)c->layout)); }
+static json_t *ck_page_size(const struct decode_call *c) { return is_paged(c) ? json_integer(c->page_size) : json_null(); }
+static json_t *ck_page_table(const struct decode_call *c) {
+  return is_paged(c) ? json_string(c->table == KV_TABLE_DENSE ? "dense" : "csr") : NULL;
+}
+static json_t *ck_cache_capacity(const struct decode_call *c) { return int_if(is_contiguous(c), c->T_cap); }
+static json_t *ck_cache_batch_idx(const struct decode_call *c) {
+  json_t *a = json_array();
+  for (int b = 0; b < c->B; b++) json_array_append_new(a, json_integer(c->cache_row[b]));
+  return a;
+}
+static json_t *ck_mask(const struct decode_call *c) { (void)c; return json_object(); }
+static json_t *ck_mask_kind(const struct decode_call *c) { return json_string(mask_kind_name((enum mask_kind)c->mask_kind)); }
+static json_t *ck_mask_window(const struct decode_call *c) { return int_if(is_window(c), c->window); }
+static json_t *ck_mask_sink(const struct decode_call *c) { return int_if(is_window(c), c->sink); }
+static json_t *ck_mask_program(const struct decode_call *c) {
+  return c->mask_kind == MASK_FLASHMASK ? json_string(PROGRAMS[c->mask_program]) : NULL;
+}
+static json_t *ck_mask_documents(const struct decode_call *c) { return int_if(is_program(c, MASKGEN_DOCUMENTS), c->documents); }
+static json_t *ck_mask_columns(const struct decode_call *c) {
+  return is_program(c, MASKGEN_EXPLICIT) ? json_incref(c->mask_columns) : NULL;
+}
+static json_t *ck_split(const struct decode_call *c) { (void)c; return json_object(); }
+static json_t *ck_split_policy(const struct decode_call *c) { return json_string(POLICIES[c->split_policy]); }
+static json_t *ck_split_splits(const struct decode_call *c) { return int_if(c->split_policy == SPLIT_FIXED, c->splits); }
+static json_t *ck_split_capacity(const struct decode_call *c) { return int_if(c->split_policy == SPLIT_FIXED, c->capacity); }
+static json_t *ck_split_chunk(const struct decode_call *c) { return int_if(c->split_policy == SPLIT_CHUNK, c->chunk); }
+static json_t *ck_split_max_splits(const struct decode_call *c) { return int_if(c->split_policy == SPLIT_AUTO, c->max_splits); }
+static json_t *ck_workspace(const struct decode_call *c) { (void)c; return json_object(); }
+static json_t *ck_workspace_abi(const struct decode_call *c) { return json_string(c->abi == DKB_ABI_MLU ? "mlu" : "lse_o"); }
+/* (m,l,u) keeps u in fp32 */
+static json_t *ck_workspace_o_dtype(const struct decode_call *c) {
+  return json_string(c->abi == DKB_ABI_MLU ? "fp32" : dkb_dtype_name((enum dkb_dtype)c->ws_o_dtype));
+}
+static json_t *ck_return_lse(const struct decode_call *c) { return json_boolean(c->return_lse); }
+static json_t *ck_graph_mode(const struct decode_call *c) { return json_boolean(c->graph); }
+static json_t *ck_backend_request(const struct decode_call *c) { return json_string(c->backend); }
+static json_t *ck_scale(const struct decode_call *c) { return json_real(c->scale); }
+static json_t *ck_seed(const struct decode_call *c) { return json_integer((json_int_t)c->seed); }
+static json_t *ck_tolerances(const struct decode_call *c) { (void)c; return json_object(); }
+static json_t *ck_tolerances_atol(const struct decode_call *c) { return json_real(c->atol); }
+static json_t *ck_tolerances_rtol(const struct decode_call *c) { return json_real(c->rtol); }
+static json_t *ck_tolerances_lse_atol(const struct decode_call *c) { return json_real(c->lse_atol); }
+static json_t *ck_tolerances_lse_rtol(const struct decode_call *c) { return json_real(c->lse_rtol); }
+
+/* key[pointer] = v (new reference; NULL: the field does not apply). The table lists an object before its
+ * members, so the parent exists. */
+static void key_set(json_t *key, const char *pointer, json_t *v) {
+  if (!v) return;
+  const char *slash = strrchr(pointer, '/');
+  char parent[DKB_PTR_MAX];
+  snprintf(parent, sizeof parent, "%.*s", (int)(slash - pointer), pointer);
+  json_object_set_new(jr_resolve(key, parent), slash + 1, v);
+}
+
 json_t *decode_call_key(const struct decode_call *c) {
-  json_t *lens = json_array(), *rows = json_array();
-  for (int b = 0; b < c->B; b++) {
-    json_array_append_new(lens, json_integer(c->kv_len[b]));
-    json_array_append_new(rows, json_integer(c->cache_row[b]));
-  }
-  json_t *mask = json_pack("{s:s}", "kind", mask_kind_name((enum mask_kind)c->mask_kind));
-  if (c->mask_kind == MASK_SLIDING_WINDOW) {
-    json_object_set_new(mask, "window", json_integer(c->window));
-    json_object_set_new(mask, "sink", json_integer(c->sink));
-  } else if (c->mask_kind == MASK_FLASHMASK) {
-    json_object_set_new(mask, "program", json_string(c->mask_program == MASKGEN_DOCUMENTS ? "documents" : "explicit"));
-    if (c->mask_program == MASKGEN_DOCUMENTS) json_object_set_new(mask, "documents", json_integer(c->documents));
-    else json_object_set(mask, "columns", c->mask_columns);
-  }
-  json_t *split = json_pack("{s:s}", "policy", POLICIES[c->split_policy]);
-  if (c->split_policy == SPLIT_FIXED) {
-    json_object_set_new(split, "splits", json_integer(c->splits));
-    json_object_set_new(split, "capacity", json_integer(c->capacity));
-  } else if (c->split_policy == SPLIT_CHUNK) {
-    json_object_set_new(split, "chunk", json_integer(c->chunk));
-  } else {
-    json_object_set_new(split, "max_splits", json_integer(c->max_splits));
-  }
-  int paged = c->layout == KV_PAGED_NHD || c->layout == KV_PAGED_HND;
-  int contiguous = c->layout == KV_CONTIG_NHD || c->layout == KV_CONTIG_HND;
-  const char *dt = dkb_dtype_name((enum dkb_dtype)c->dtype);
-  json_t *k = json_pack("{s:s,s:s,s:i,s:i,s:o,s:i,s:i,s:i,s:i,s:s,s:s,s:s,s:s,s:o,s:o,s:o,s:o}", "schema",
-                        "dkb.call-key/v1", "phase", PHASES[c->phase], "B", c->B, "S_q", c->C, "S_k_per_request", lens,
-                        "H_q", c->H_q, "H_kv", c->H_kv, "d_qk", c->dk, "d_v", c->dv, "q_dtype", dt, "kv_dtype", dt,
-                        "o_dtype", dt, "cache_layout", kv_layout_name((enum kv_layout_kind)c->layout), "page_size",
-                        paged ? json_integer(c->page_size) : json_null(), "cache_batch_idx", rows, "mask", mask,
-                        "split", split);
-  if (paged) json_object_set_new(k, "page_table", json_string(c->table == KV_TABLE_DENSE ? "dense" : "csr"));
-  if (contiguous) json_object_set_new(k, "cache_capacity", json_integer(c->T_cap));
-  json_object_set_new(k, "workspace", json_pack("{s:s,s:s}", "abi", c->abi == DKB_ABI_MLU ? "mlu" : "lse_o", "o_dtype",
-                                                c->abi == DKB_ABI_MLU ? "fp32" : dkb_dtype_name((enum dkb_dtype)c->ws_o_dtype)));
-  json_object_set_new(k, "return_lse", json_boolean(c->return_lse));
-  json_object_set_new(k, "graph_mode", json_boolean(c->graph));
-  json_object_set_new(k, "backend_request", json_string(c->backend));
-  json_object_set_new(k, "scale", json_real(c->scale));
-  json_object_set_new(k, "seed", json_integer((json_int_t)c->seed));
-  json_object_set_new(k, "tolerances", json_pack("{s:f,s:f,s:f,s:f}", "atol", c->atol, "rtol", c->rtol, "lse_atol",
-                                                 c->lse_atol, "lse_rtol", c->lse_rtol));
+  json_t *k = json_object();
+#define WRITE(id, pointer, type, need) key_set(k, pointer, ck_##id(c));
+  CALL_KEY_FIELDS(WRITE)
+#undef WRITE
   return k;
 }
 
 int64_t decode_call_kv_bytes(const struct decode_call *c) {
   int64_t n = 0;
   for (int b = 0; b < c->B; b++) n += c->kv_len[b];
-  return n * c->H_kv * (int64_t)(c->dk + c->dv) * (int64_t)dkb_dtype_bytes((enum dkb_dtype)c->dtype);
+  return call_key_kv_bytes(n, c->H_kv, c->dk, c->dv, (int64_t)dkb_dtype_bytes((enum dkb_dtype)c->dtype));
 }
 
 int64_t decode_call_qo_bytes(const struct decode_call *c) {
-  return (int64_t)c->B * c->C * c->H_q * (int64_t)(c->dk + c->dv) * (int64_t)dkb_dtype_bytes((enum dkb_dtype)c->dtype);
+  const int64_t e = (int64_t)dkb_dtype_bytes((enum dkb_dtype)c->dtype);
+  return call_key_qo_bytes(c->B, c->C, c->H_q, c->dk, c->dv, e, e);
 }

@@ -64,9 +64,10 @@ void decode_call_release(struct decode_call *c);
 /* The readable call key of 0x0BE (phase, B, S_q, S_k_per_request, H_q, H_kv, d_qk, d_v, dtypes, cache
  * layout, page size, mask, split policy, workspace ABI, graph mode, backend request, tolerance, ...). */
 json_t *decode_call_key(const struct decode_call *c);
-/* Total bytes of K and V payload that are visible (unique, by K/V head): sum_b N_b * H_kv * (dk + dv) * e. */
+/* Total bytes of K and V payload that are visible (unique, by K/V head): sum_b N_b * H_kv * (dk + dv) * e
+ * (call_key_kv_bytes, the formula dkb validate recomputes the bundle's ledger with). */
 int64_t decode_call_kv_bytes(const struct decode_call *c);
-/* Bytes of Q read and O written: B * C * H_q * (dk + dv) * e. */
+/* Bytes of Q read and O written: B * C * H_q * (dk + dv) * e (call_key_qo_bytes). */
 int64_t decode_call_qo_bytes(const struct decode_call *c);
 
 #endif

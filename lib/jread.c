@@ -263,6 +263,23 @@ int jr_int_array(struct jr *r, const json_t *obj, const char *ptr, const char *k
   return 0;
 }
 
+int jr_str_array(struct jr *r, const json_t *obj, const char *ptr, const char *key, int required, int nonempty,
+                 const json_t **out) {
+  int missing;
+  json_t *a = array_of(r, obj, ptr, key, required, -1, &missing);
+  if (!a) return missing < 0 ? -1 : 0;
+  char base[DKB_PTR_MAX], p[DKB_PTR_MAX];
+  jr_ptr_key(base, ptr, key);
+  for (size_t i = 0; i < json_array_size(a); i++) {
+    const json_t *v = json_array_get(a, i);
+    jr_ptr_idx(p, base, i);
+    if (!json_is_string(v)) return jr_fail(r, p, NULL, "must be a string (got %s)", jr_type_name(v));
+    if (nonempty && !*json_string_value(v)) return jr_fail(r, p, NULL, "must not be empty");
+  }
+  *out = a;
+  return 0;
+}
+
 int jr_extended_num(struct jr *r, const json_t *v, const char *ptr, double *out) {
   if (json_is_string(v)) {
     const char *s = json_string_value(v);

@@ -56,6 +56,9 @@ int jr_int_array(struct jr *r, const json_t *obj, const char *ptr, const char *k
                  long long lo, long long hi, long len, long long **out, size_t *n);
 int jr_num_array(struct jr *r, const json_t *obj, const char *ptr, const char *key, int required,
                  double lo, double hi, long len, double **out, size_t *n);
+/* An array of strings: *out is the array itself (borrowed). nonempty: no element may be "". */
+int jr_str_array(struct jr *r, const json_t *obj, const char *ptr, const char *key, int required, int nonempty,
+                 const json_t **out);
 /* A number that may be written as a JSON number or as one of "inf", "-inf" (JSON has no infinity). */
 int jr_extended_num(struct jr *r, const json_t *v, const char *ptr, double *out);
 /* jansson type name for messages ("object", "array", "string", "integer", "real", ...). */

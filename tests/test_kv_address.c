@@ -382,11 +382,33 @@ static void malformed_store_is_an_input_error_with_its_pointer(void **s) {
   run_result_release(&r);
 }
 
+/* The dense table's row bound, exactly at its edge: a row of W slots holds a request of W blocks, and one
+ * block more has no slot, even when the slot after the row (the next row's first) holds a valid page. */
+static void dense_row_holds_exactly_its_width(void **s) {
+  (void)s;
+  static int32_t full[4] = {0, 1, 2, 3};        /* two rows of W = 2, every slot a valid page */
+  static const int64_t fits[2] = {8, 8}, over[2] = {9, 8};  /* P = 4: 2 blocks, then 3 */
+  struct kv_layout L = {.kind = KV_PAGED_NHD, .table = KV_TABLE_DENSE, .B = 2, .H_q = 2, .H_kv = 2, .len = fits,
+                        .cache_rows = 2, .page_size = 4, .num_pages = 4, .block_table = full, .table_width = 2};
+  char reason[64], detail[256];
+  int64_t c4[4];
+  assert_int_equal(kv_layout_check(&L, reason, detail), 0);
+  assert_int_equal(kv_page_of(&L, 0, 1), 1);    /* the row's last slot */
+  assert_int_equal(kv_page_of(&L, 0, 2), -1);   /* past it: not the next row's page 2 */
+  assert_int_equal(kv_coord(&L, 4, 0, 7, 0, 0, c4), 4);
+  L.len = over;
+  assert_int_equal(kv_layout_check(&L, reason, detail), -1);
+  assert_string_equal(reason, "visible_page_sentinel");
+  assert_string_equal(detail, "request 0: visible logical block 2 (tokens [8, 9)) has no table slot");
+  assert_int_equal(kv_coord(&L, 4, 0, 8, 0, 0, c4), -1);
+  assert_int_equal(kv_offset(&L, 4, 0, 8, 0, 0), -1);
+}
+
 DKB_TEST_GROUP(kv_address, cmocka_unit_test(malformed_store_is_an_input_error_with_its_pointer), cmocka_unit_test(identities_follow_cache_batch_idx_and_gqa_groups),
                cmocka_unit_test(contiguous_offsets_reproduce_222_and_254), cmocka_unit_test(ragged_row_of_req_b_t6_is_16),
                cmocka_unit_test(paged_trace_of_req_a_split_3_9), cmocka_unit_test(store_and_recover_six_stores_counts),
                cmocka_unit_test(metadata_bytes_are_48_and_56), cmocka_unit_test(dense_csr_disagreement_is_counted),
-               cmocka_unit_test(layout_check_names_every_reason),
+               cmocka_unit_test(layout_check_names_every_reason), cmocka_unit_test(dense_row_holds_exactly_its_width),
                cmocka_unit_test(offsets_refuse_what_is_not_visible_or_not_mapped),
                cmocka_unit_test(random_layouts_are_injective_match_the_kernel_formula_and_segment_exactly),
                cmocka_unit_test(invalid_fixtures_fail_closed_with_their_reasons))

@@ -417,7 +417,69 @@ static void malformed_dispatch_fixtures_name_the_pointer(void **s) {
   }
 }
 
+/* The key's one field table drives its JSON, its reader and its required keys: the full form reads back
+ * to itself; each teaching field is required and each extra optional; and a change to any one member
+ * read back changes the key's digest (a field the reader dropped or the writer left out would not). */
+static void key_json_reads_back_field_by_field(void **s) {
+  (void)s;
+  struct dispatch_key k = base_call(), back;
+  k.batch = 3;
+  k.device_index = 1;
+  k.window = 64;
+  k.workspace_bytes = 4096;
+  k.workspace_device_type = DK_CPU;
+  k.workspace_device_index = 0;
+  struct dkb_err err;
+  struct jr r = {"key.json", &err, DKB_INPUT};
+  json_t *full = dispatch_key_to_json(&k, DK_FULL), *teach = dispatch_key_to_json(&k, DK_TEACHING);
+  assert_int_equal(json_object_size(teach), 20);
+  assert_int_equal(json_object_size(full), 25);
+  assert_int_equal(dispatch_key_read(&r, full, "", &back), 0);
+  json_t *again = dispatch_key_to_json(&back, DK_FULL);
+  assert_true(json_equal(full, again));
+  json_decref(again);
+  char base_hex[65], hex[65];
+  assert_int_equal(cjson_digest(full, base_hex, &err), 0);
+  const char *name;
+  json_t *v;
+  json_object_foreach(full, name, v) {
+    const int teaching = json_object_get(teach, name) != NULL;
+    json_t *doc = json_deep_copy(full);
+    json_object_del(doc, name);
+    int rc = dispatch_key_read(&r, doc, "", &back);
+    if (teaching) {
+      char want[128];
+      snprintf(want, sizeof want, "missing required key '%s'", name);
+      if (rc != -1 || strcmp(err.msg, want)) fail_msg("without %s: rc %d, %s", name, rc, err.msg);
+    } else if (rc) fail_msg("without %s: %s", name, err.msg);
+    json_decref(doc);
+    /* another value of the member's type */
+    doc = json_deep_copy(full);
+    json_t *w = json_is_integer(v) ? json_integer(json_integer_value(v) + 1)
+                : json_is_real(v) ? json_real(json_real_value(v) + 0.5)
+                : json_is_boolean(v) ? json_boolean(!json_is_true(v))
+                : json_is_null(v) ? json_integer(7)
+                : !strcmp(name, "workspace_device") ? json_string("cuda:3")
+                : !strcmp(name, "backend_request") ? json_string("fa2")
+                : !strcmp(name, "phase") ? json_string("append")
+                : !strcmp(name, "device_type") ? json_string("cpu")
+                : !strcmp(name, "cache_layout") ? json_string("ragged")
+                : !strcmp(name, "mask_kind") ? json_string("none")
+                : json_string("bf16");  /* dtype, kv_dtype */
+    json_object_set_new(doc, name, w);
+    if (dispatch_key_read(&r, doc, "", &back)) fail_msg("%s changed: %s", name, err.msg);
+    json_t *changed = dispatch_key_to_json(&back, DK_FULL);
+    assert_int_equal(cjson_digest(changed, hex, &err), 0);
+    if (!strcmp(hex, base_hex)) fail_msg("changing %s left the key's digest as it was", name);
+    json_decref(changed);
+    json_decref(doc);
+  }
+  json_decref(full);
+  json_decref(teach);
+}
+
 DKB_TEST_GROUP(registry, cmocka_unit_test(base_call_digests_match_article),
+               cmocka_unit_test(key_json_reads_back_field_by_field),
                cmocka_unit_test(teaching_key_digest_reproduces_in_python),
                cmocka_unit_test(seven_case_matrix_reproduces_0x07D),
                cmocka_unit_test(malformed_calls_are_errors_not_unsupported),

@@ -107,7 +107,21 @@ SOURCES = [
 ]
 
 
+FIXTURE_PATH = "fixtures/decode/gqa-paged.json"
+FIXTURE_TEXT = json.dumps({"schema": "dkb.decode/v1", "name": "gqa-paged",
+                           "description": "synthetic stand-in used by fixtures/bundles; not one of dkb's fixtures",
+                           "phase": "decode", "requests": [{"kv_len": 9}, {"kv_len": 257}, {"kv_len": 1000}], "q_len": 1,
+                           "heads": {"H_q": 32, "H_kv": 8, "d_qk": 128, "d_v": 128}, "dtype": "fp16",
+                           "cache": {"layout": "paged_nhd", "page_size": 16}, "mask": {"kind": "causal"},
+                           "split": {"policy": "fixed", "splits": 4}, "seed": 1,
+                           "tolerance": {"atol": 0.002, "rtol": 0.002}}, indent=2) + "\n"
+
+
 def write_source_tree(out):
+    full = os.path.join(out, "source-tree", FIXTURE_PATH)
+    os.makedirs(os.path.dirname(full), exist_ok=True)
+    with open(full, "w") as f:
+        f.write(FIXTURE_TEXT)
     files = []
     for path, symbols in SOURCES:
         text = HEADER.format(name=os.path.basename(path))
@@ -165,12 +179,121 @@ def ref(entry):
     return {"artifact": entry["name"], "sha256": entry["sha256"]}
 
 
-def refresh(b):
+def replace_artifact(b, old_name, entry):
+    b["artifacts"] = [entry if a["name"] == old_name else a for a in b["artifacts"]]
+
+
+DTYPE_BYTES = {"fp16": 2, "bf16": 2, "fp32": 4}
+
+
+def ledgers_of(b):
+    """The logical ledgers dkb writes (harness/runner.c), from the call key and the plan record."""
+    ck, plan = b["dispatch"]["call_key"], b["dispatch"].get("plan")
+    e_kv, e_q, e_o = (DTYPE_BYTES[ck[k]] for k in ("kv_dtype", "q_dtype", "o_dtype"))
+    width = ck["d_qk"] + ck["d_v"]
+    led = {"kind": "logical ledgers (article 0x03F), not measured DRAM traffic",
+           "unique_kv_bytes": sum(ck["S_k_per_request"]) * ck["H_kv"] * width * e_kv,
+           "q_o_bytes": ck["B"] * ck["S_q"] * ck["H_q"] * (ck["d_qk"] * e_q + ck["d_v"] * e_o)}
+    if plan:
+        led["visible_kv_bytes"] = plan["visible_keys"] * ck["H_kv"] * width * e_kv
+        led["workspace_round_trip_bytes"] = 0 if plan["direct"] else 2 * plan["workspace_bytes"]
+    return led
+
+
+TRACE_ORIGIN = 1796139707659741336
+
+
+def trace_lines(kernels, range_name, dropped=0, outside=()):
+    """A dkb.trace/v1 artifact (harness/trace.c's JSON lines) in which the call launched each kernel record
+    `launches` times inside its NVTX range, with external correlation 1; `outside` are kernel records
+    launched before the range opened."""
+    recs, apis, ext = [], [], []
+    corr, t = 1, 1000
+    for k, inside in [(k, False) for k in outside] + [(k, True) for k in kernels]:
+        for _ in range(k.get("launches", 1) if inside else 1):
+            start = t + (30000 if inside else 0)
+            apis.append({"record": "runtime", "cbid": 211, "correlation_id": corr, "name": "cudaLaunchKernel_v7000",
+                         "return_value": 0, "start_ns": start, "end_ns": start + 900, "thread_id": 7})
+            if inside:
+                ext.append({"record": "external_correlation", "kind": 3, "external_id": 1, "correlation_id": corr})
+            recs.append({"record": "kernel", "name": k["symbol"], "demangled": k.get("demangled", k["symbol"]),
+                         "correlation_id": corr, "external_id": 1 if inside else None, "in_range": inside,
+                         "grid": k["grid"], "block": k["block"], "cluster": [0, 0, 0],
+                         "registers_per_thread": k.get("registers", 32), "static_shared_bytes": k.get("shared_bytes", 0),
+                         "dynamic_shared_bytes": 0, "start_ns": start + 2000, "end_ns": start + 14000, "device_id": 0,
+                         "context_id": 1, "stream_id": 7, "graph_id": 0})
+            corr += 1
+            t += 20000
+    marker = {"record": "marker", "name": range_name, "id": 1, "start_ns": 30000, "end_ns": t + 40000}
+    meta = {"record": "meta", "schema": "dkb.trace/v1", "range_name": range_name, "external_id": 1, "cupti_version": 130001,
+            "dropped_records": dropped, "nvtx_injection": {"path": "/usr/local/cuda/lib64/libcupti.so.13", "set_by": "dkb"},
+            "origin_ns": str(TRACE_ORIGIN),
+            "counts": {"kernel": len(recs), "marker": 1, "external_correlation": len(ext), "runtime": len(apis)}}
+    lines = [meta] + recs + [marker] + ext + apis
+    return "".join(json.dumps(r, sort_keys=True, separators=(",", ":")) + "\n" for r in lines).encode()
+
+
+def retrace(g, b, outside=()):
+    """The trace artifact for what b's /execution says the call launched."""
+    x = b["execution"]
+    entry = g.artifact_bytes("trace", trace_lines(x["kernels"], x["nvtx_range"], x.get("dropped_records", 0), outside), "jsonl")
+    replace_artifact(b, x["trace"]["artifact"], entry)
+    x["trace"] = ref(entry)
+
+
+ADMISSION_OUTCOME = {"selected": "selected", "rejected": "forced_error", "no_eligible": "no_eligible_error"}
+
+
+def admission_of(b, compute_capability=90):
+    """The dkb.admission/v1 record (dispatch/registry.c) whose summary is b's /dispatch."""
+    d = b["dispatch"]
+    cands = [{"backend": c["backend"], "priority": c["priority"], "in_domain": c["in_domain"],
+              "domain_reasons": [] if c["in_domain"] else c["reasons"], "eligible": c["eligible"],
+              "reasons": c["reasons"] if c["in_domain"] else [],
+              "failed_factors": ["K"] if c["in_domain"] and not c["eligible"] else []} for c in d["candidates"]]
+    ck = d["call_key"]
+    key = {"phase": ck["phase"], "device_type": "cuda", "device_index": 0, "compute_capability": compute_capability,
+           "dtype": ck["q_dtype"], "kv_dtype": ck["kv_dtype"], "batch": ck["B"], "q_len": ck["S_q"],
+           "kv_len": max(ck["S_k_per_request"]), "num_q_heads": ck["H_q"], "num_kv_heads": ck["H_kv"],
+           "head_dim_qk": ck["d_qk"], "head_dim_vo": ck["d_v"], "cache_layout": ck["cache_layout"],
+           "page_size": ck["page_size"], "mask_kind": "causal", "dropout_p": 0.0, "training": False,
+           "requires_deterministic": False, "cuda_graph": ck["graph_mode"], "last_dim_contiguous": True,
+           "backend_request": d["request"], "window": None, "workspace_bytes": None, "workspace_device": "cuda:0"}
+    eligible = [c["backend"] for c in d["candidates"] if c["eligible"] and c["in_domain"]]
+    return {"schema": "dkb.admission/v1", "registry": "dkb_cuda", "key": key, "key_digest": dkb_digest(key),
+            "teaching_key_digest": sha256(b"synthetic teaching key"), "plan_key": {}, "plan_key_digest": sha256(b"synthetic plan key"),
+            "policy": "auto" if d["request"] == "auto" else "forced", "requested_backend": d["request"],
+            "malformed_reasons": [], "candidate_order": [c["backend"] for c in d["candidates"]],
+            "candidate_domain": [c["backend"] for c in d["candidates"] if c["in_domain"]], "eligible": eligible,
+            "candidates": cands, "outcome": ADMISSION_OUTCOME[d["outcome"]], "selected": d["selected"],
+            "backend_fallback": False, "fallback_from": [], "error_reasons": [],
+            "claim_ceiling": "backend_selection_only_not_kernel_execution_or_performance"}
+
+
+def readmit(g, b, **kw):
+    """A new admission artifact for b's (edited) /dispatch: the record agrees with the summary."""
+    d = b["dispatch"]
+    entry = g.artifact("admission", admission_of(b, **kw))
+    replace_artifact(b, d["diagnostic"]["artifact"], entry)
+    d["diagnostic"] = ref(entry)
+
+
+def refresh(b, g=None):
+    """Digests, and (with g) the NVTX range, the trace and the ledgers of b's call key and plan."""
     d = b["dispatch"]
     if "call_key" in d:
         d["call_key_sha256"] = dkb_digest(d["call_key"])
     if "plan_key" in d:
         d["plan_key_sha256"] = dkb_digest(d["plan_key"])
+    if g is None:
+        return
+    if "call_key" in d and "ledgers" in b:
+        b["ledgers"] = ledgers_of(b)
+    x = b.get("execution")
+    if x and "call_key_sha256" in d and "nvtx_range" in x:
+        x["nvtx_range"] = "dkb/call/" + d["call_key_sha256"]
+        if "trace" in x:
+            retrace(g, b)
 
 
 OBJECTS = [
@@ -188,6 +311,11 @@ def obj(path, role, n):
     return {"path": path, "role": role, "sha256": sha256(b"synthetic object " + path.encode()), "bytes": n}
 
 
+def mapped(path, role, n):
+    """A loader-map entry (harness/loadmap.c): the mapped file's size, not the bundle's bytes."""
+    return {"path": path, "role": role, "sha256": sha256(b"synthetic object " + path.encode()), "size": n}
+
+
 PRODUCER = "_Z24decode_split_kv_producerILi128EEvPK6__halfS2_S2_PfS3_S3_i"
 COMBINE = "_Z23decode_split_kv_combineILi128EEvPKfS1_P6__halfi"
 
@@ -195,23 +323,12 @@ COMBINE = "_Z23decode_split_kv_combineILi128EEvPKfS1_P6__halfi"
 FUSED = "_Z21decode_split_kv_fusedILi128EEvPK6__halfS2_S2_PfPiPS0_i"
 
 
-def trace_artifact(g, kernels):
-    return g.artifact("trace", {
-        "schema": "dkb.trace/v1", "profiler": "CUPTI 13.0", "nvtx_range": "dkb:decode:gqa-paged",
-        "records": [{"kind": "CONCURRENT_KERNEL", "name": k["symbol"], "correlation_id": 2 + i,
-                     "external_correlation_id": 1, "start_ns": 1000 + 20000 * i, "end_ns": 13000 + 20000 * i}
-                    for i, k in enumerate(kernels)]})
-
-
 def fused_bundle(g, base, launched):
     """The base call run by a fused producer+combine kernel (0x03C) declared in the chain; `launched` is
     what CUPTI saw."""
     b = copy.deepcopy(base)
-    old = b["execution"]["trace"]["artifact"]
-    tr = trace_artifact(g, launched)
-    b["artifacts"] = [tr if a["name"] == old else a for a in b["artifacts"]]
-    b["execution"]["trace"] = ref(tr)
     b["execution"]["kernels"] = launched
+    retrace(g, b)
     b["chain"]["nodes"].append({"id": "decode_split_kv_fused", "layer": "producer+combine",
                                 "path": "kernels/decode_split_kv.cu", "symbol": "decode_split_kv_fused"})
     b["chain"]["edges"].append(["decode_launch", "decode_split_kv_fused"])
@@ -230,15 +347,19 @@ def base_bundle(g, files):
     arts = {}
     arts["loader_map"] = g.artifact("loader-map", {
         "schema": "dkb.loader-map/v1",
-        "objects": [obj(*o) for o in OBJECTS + OTHER_OBJECTS]})
+        "objects": [mapped(*o) for o in OBJECTS + OTHER_OBJECTS]})
     arts["build_report"] = g.artifact("build-report", {
         "schema": "dkb.build-report/v1", "commit": COMMIT, "dirty": False, "cc": "gcc 12.2.0",
         "nvcc": "13.0.88", "cflags": "-O2 -g -std=c11", "nvflags": "-O3 -lineinfo -std=c++17",
         "gencode": ["arch=compute_90,code=sm_90", "arch=compute_90,code=compute_90"]})
-    call_key = {"phase": "decode", "B": 3, "S_q": 1, "S_k_per_request": [9, 257, 1000], "H_q": 32, "H_kv": 8,
-                "d_qk": 128, "d_v": 128, "q_dtype": "float16", "kv_dtype": "float16", "cache_layout": "paged_nhd",
-                "page_size": 16, "mask": "causal_bottom_right", "graph_mode": False,
-                "tolerances": {"atol": 0.002, "rtol": 0.002}}
+    # the call key as harness/decode_call.c writes it (evidence/call_key.h)
+    call_key = {"schema": "dkb.call-key/v1", "phase": "decode", "B": 3, "S_q": 1, "S_k_per_request": [9, 257, 1000],
+                "H_q": 32, "H_kv": 8, "d_qk": 128, "d_v": 128, "q_dtype": "fp16", "kv_dtype": "fp16", "o_dtype": "fp16",
+                "cache_layout": "paged_nhd", "page_size": 16, "page_table": "csr", "cache_batch_idx": [0, 1, 2],
+                "mask": {"kind": "causal"}, "split": {"policy": "fixed", "splits": 4, "capacity": 4},
+                "workspace": {"abi": "mlu", "o_dtype": "fp32"}, "return_lse": True, "graph_mode": False,
+                "backend_request": "auto", "scale": 0.08838834764831845, "seed": 1,
+                "tolerances": {"atol": 0.002, "rtol": 0.002, "lse_atol": 0.002, "lse_rtol": 0.002}}
     candidates = [
         {"backend": "dkb_split_kv", "priority": 0, "in_domain": True, "eligible": True, "reasons": []},
         {"backend": "dkb_single_pass", "priority": 1, "in_domain": True, "eligible": False,
@@ -246,9 +367,6 @@ def base_bundle(g, files):
         {"backend": "math_reference", "priority": 9, "in_domain": False, "eligible": False,
          "reasons": ["cpu backend: outside the CUDA decode candidate domain"]},
     ]
-    arts["diagnostic"] = g.artifact("dispatch-diagnostic", {
-        "schema": "dkb.dispatch-diagnostic/v1", "call_key_sha256": dkb_digest(call_key), "request": "auto",
-        "candidates": candidates, "selected": "dkb_split_kv"})
     kernels = [
         {"symbol": PRODUCER, "demangled": "void decode_split_kv_producer<128>(__half const*, __half const*, "
          "__half const*, float*, float*, float*, int)", "launches": 1, "grid": [4, 32, 3], "block": [128, 1, 1],
@@ -256,20 +374,26 @@ def base_bundle(g, files):
         {"symbol": COMBINE, "demangled": "void decode_split_kv_combine<128>(float const*, float const*, __half*, int)",
          "launches": 1, "grid": [1, 32, 3], "block": [128, 1, 1], "registers": 40, "shared_bytes": 0},
     ]
-    arts["trace"] = trace_artifact(g, kernels)
+    # the plan record (harness/plan.c's plan_json): 4 slots per request, merged by the combine kernel
+    plan = {"policy": "fixed", "splits": 4, "capacity": 4, "max_slots_per_request": 4, "direct": False,
+            "slots_per_request": [4, 4, 4], "items": 12,
+            "item_table": [[b, s * n // 4, (s + 1) * n // 4, 4 * b + s] for b, n in enumerate([9, 257, 1000]) for s in range(4)],
+            "item_table_truncated": False, "workspace_bytes": 199680, "tiles": {"SKIP": 0, "FULL": 18, "PARTIAL": 3},
+            "visible_keys": 1266, "combine": "kernel", "cluster_ctas": 0, "workspace_memory": "global"}
     rng = random.Random(20261130)
     samples = [round(rng.gauss(12.5, 0.15), 3) for _ in range(40)]
+    with open(os.path.join(g.out, "source-tree", FIXTURE_PATH), "rb") as f:
+        fixture_sha = sha256(f.read())
     b = {
         "schema": "dkb.bundle/v1",
         "meta": {"tool": "dkb", "version": "0.1.0", "commit": COMMIT, "dirty": False,
-                 "argv": ["dkb", "run", "fixtures/decode/gqa-paged.json", "-o", "out/"],
+                 "argv": ["dkb", "run", FIXTURE_PATH, "-o", "out/"],
                  "created": "2026-11-30T12:00:00Z", "host": "synthetic"},
         "synthetic": True,
         "claimed_level": 6,
         "status": {"terminal": "complete", "reasons": []},
-        "fixture": {"path": "fixtures/decode/gqa-paged.json", "name": "gqa-paged",
-                    "sha256": sha256(b"synthetic fixture gqa-paged")},
-        "artifacts": [arts[k] for k in ("loader_map", "build_report", "diagnostic", "trace")],
+        "fixture": {"path": FIXTURE_PATH, "name": "gqa-paged", "sha256": fixture_sha},
+        "artifacts": [arts[k] for k in ("loader_map", "build_report")],
         "source": {"commit": COMMIT, "dirty": False, "files": files},
         "chain": {
             "nodes": [{"id": s["name"], "layer": layer, "path": f["path"], "symbol": s["name"]}
@@ -290,16 +414,18 @@ def base_bundle(g, files):
             "call_key": call_key, "request": "auto", "candidates": candidates, "outcome": "selected",
             "selected": "dkb_split_kv", "split_count": 4, "workspace_bytes": 199680,
             "plan_key": {"backend": "dkb_split_kv", "H_q": 32, "H_kv": 8, "d_qk": 128, "d_v": 128,
-                         "q_dtype": "float16", "kv_dtype": "float16", "cache_layout": "paged_nhd", "page_size": 16,
+                         "q_dtype": "fp16", "kv_dtype": "fp16", "cache_layout": "paged_nhd", "page_size": 16,
                          "graph_mode": False, "split_count": 4, "workspace_bytes": 199680},
             "required_kernels": ["decode_split_kv_producer", "decode_split_kv_combine"],
-            "diagnostic": ref(arts["diagnostic"])},
+            "plan": plan},
         "execution": {
-            "trace": ref(arts["trace"]), "nvtx_range": "dkb:decode:gqa-paged", "external_correlation_id": 1,
-            "kernels": kernels, "dropped_records": 0, "profiler": {"name": "CUPTI", "version": "13.0.1"}},
+            "nvtx_range": "", "external_correlation_id": 1,
+            "kernels": kernels, "dropped_records": 0, "profiler": {"name": "CUPTI", "version": "130001"}},
+        "ledgers": {},
         "measurement": {
             "correctness": {
-                "reference": "float64 oracle", "passed": True, "atol": 0.002, "rtol": 0.002,
+                "reference": "float64 oracle", "passed": True, "atol": 0.002, "rtol": 0.002, "lse_atol": 0.002,
+                "lse_rtol": 0.002,
                 "output": {"n": 12288, "violations": 0, "nan": 0, "inf": 0, "max_abs": 0.00048828125,
                            "max_rel": 0.0031, "max_ratio": 0.2188, "worst_index": 4711},
                 "lse": {"n": 96, "violations": 0, "nan": 0, "inf": 0, "max_abs": 1.9e-06, "max_rel": 2.4e-07,
@@ -318,10 +444,18 @@ def base_bundle(g, files):
             "counters": [{"name": "dram__bytes_read.sum", "value": 9437184, "unit": "byte",
                           "numerator": "bytes read from DRAM by the call's kernels",
                           "denominator": "none: total over the range",
-                          "scope": "kernels with external correlation 1 in NVTX range dkb:decode:gqa-paged",
+                          "scope": "kernels with external correlation 1 in the call's NVTX range",
                           "replay": "kernel"}]},
     }
+    # the diagnostic and the trace are derived from the record above, as dkb run derives them
+    arts["diagnostic"] = g.artifact("admission", admission_of(b))
+    b["dispatch"]["diagnostic"] = ref(arts["diagnostic"])
     refresh(b)
+    b["execution"]["nvtx_range"] = "dkb/call/" + b["dispatch"]["call_key_sha256"]
+    arts["trace"] = g.artifact_bytes("trace", trace_lines(kernels, b["execution"]["nvtx_range"]), "jsonl")
+    b["execution"]["trace"] = ref(arts["trace"])
+    b["artifacts"] += [arts["diagnostic"], arts["trace"]]
+    b["ledgers"] = ledgers_of(b)
     return b, arts
 
 
@@ -450,8 +584,9 @@ def promotions(g, base):
         c["reasons"] = c["reasons"] or ["no CUDA device: cudaGetDeviceCount returned cudaErrorInsufficientDriver"]
     d["outcome"] = "no_eligible"
     d["selected"] = None
-    for k in ("split_count", "workspace_bytes", "plan_key", "plan_key_sha256", "required_kernels"):
+    for k in ("split_count", "workspace_bytes", "plan_key", "plan_key_sha256", "required_kernels", "plan"):
         del d[k]
+    readmit(g, b, compute_capability=None)
     g.write("promotion.unsupported_host_to_backend_disproof.bundle.json", b, 2,
             [(3, "loaded_driver_missing", "/loaded/objects"), (3, "device_missing", "/loaded/device"),
              (5, "no_backend_selected", "/dispatch/outcome")] + ABOVE[4] +
@@ -467,7 +602,7 @@ def promotions(g, base):
     b = copy.deepcopy(base)
     b["execution"]["kernels"] = b["execution"]["kernels"][:1]
     b["dispatch"]["required_kernels"] = ["decode_split_kv_producer"]
-    refresh(b)
+    retrace(g, b)
     g.write("promotion.split_capable_dispatch_to_observed_split.bundle.json", b, 4,
             [(5, "combine_kernel_not_observed", "/execution/kernels")] + over(4),
             "split_count 4 from a split-capable plan, but no combine kernel observed (0x0AC)", "0x0AC")
@@ -536,7 +671,7 @@ def requirements(g, base, arts):
         b["loaded"]["build_report"]["sha256"] = sha256(b"another build report")
 
     # a listed artifact whose file was altered after it was hashed
-    data = dkb_digest({"schema": "dkb.loader-map/v1", "objects": [obj(*o) for o in OBJECTS]}, canonical=True).encode()
+    data = dkb_digest({"schema": "dkb.loader-map/v1", "objects": [mapped(*o) for o in OBJECTS]}, canonical=True).encode()
     tampered = g.artifact_bytes("loader-map-tampered", data)
     with open(os.path.join(g.out, tampered["name"]), "ab") as f:
         f.write(b" ")
@@ -562,6 +697,15 @@ def requirements(g, base, arts):
     @req("artifact_bytes_mismatch", 4, [(5, "artifact_bytes_mismatch", "/artifacts/3/bytes")], "the trace entry states a wrong size")
     def _(b):
         b["artifacts"][3]["bytes"] += 1
+
+    # a link beside the bundle to the trace file: the right bytes, but not the folder's own
+    link = "trace-link." + base["execution"]["trace"]["sha256"][:16] + ".jsonl"
+    os.symlink(base["execution"]["trace"]["artifact"], os.path.join(g.out, link))
+
+    @req("artifact_not_a_file", 4, [(5, "artifact_not_a_file", "/artifacts/3/name")],
+         "the trace entry names a symbolic link to a file with the right hash")
+    def _(b):
+        b["artifacts"][3]["name"] = b["execution"]["trace"]["artifact"] = link
 
     # level 1
     unsourced = [(2, "chain_node_unsourced", f"/chain/nodes/{i}") for i in range(6)]
@@ -784,6 +928,11 @@ def requirements(g, base, arts):
     def _(b):
         b["loaded"]["device"]["compute_capability"] = "sm_90"
 
+    @req("device_contradicts_admission", 2, [(3, "device_contradicts_admission", "/loaded/device/compute_capability")],
+         "the bundle names a compute capability 8.0 device, the admission was computed for 9.0")
+    def _(b):
+        b["loaded"]["device"].update(name="NVIDIA A100-SXM4-80GB", compute_capability="8.0", sm_count=108)
+
     # level 4
     @req("dispatch_missing", 3, [(4, "dispatch_missing", "/dispatch")], "no dispatch record")
     def _(b):
@@ -796,25 +945,40 @@ def requirements(g, base, arts):
     @req("call_key_field_missing", 3, [(4, "call_key_field_missing", "/dispatch/call_key/graph_mode")], "no graph mode in the key")
     def _(b):
         del b["dispatch"]["call_key"]["graph_mode"]
-        refresh(b)
+        refresh(b, g)
 
     @req("call_key_inconsistent", 3, [(4, "call_key_inconsistent", "/dispatch/call_key/S_k_per_request")], "two lengths for B = 3")
     def _(b):
         b["dispatch"]["call_key"]["S_k_per_request"] = [9, 257]
-        refresh(b)
+        refresh(b, g)
 
     @req("call_key_sha256_missing", 3, [(4, "call_key_sha256_missing", "/dispatch/call_key_sha256")], "no call-key digest")
     def _(b):
         del b["dispatch"]["call_key_sha256"]
 
-    @req("call_key_sha256_mismatch", 3, [(4, "call_key_sha256_mismatch", "/dispatch/call_key_sha256")],
-         "the call changed (a longer context), the digest is old")
+    @req("call_key_sha256_mismatch", 3, [(4, "call_key_sha256_mismatch", "/dispatch/call_key_sha256"),
+                                         (4, "ledgers_mismatch", "/ledgers/unique_kv_bytes")],
+         "the call changed (a longer context), the digest and the ledgers are old")
     def _(b):
         b["dispatch"]["call_key"]["S_k_per_request"] = [9, 257, 1001]
 
     @req("diagnostic_missing", 3, [(4, "diagnostic_missing", "/dispatch/diagnostic")], "no dispatch diagnostic")
     def _(b):
         del b["dispatch"]["diagnostic"]
+
+    other_diag = g.artifact("dispatch-diagnostic", {"schema": "dkb.dispatch-diagnostic/v1", "request": "auto",
+                                                    "candidates": base["dispatch"]["candidates"], "selected": "dkb_split_kv"})
+
+    @req("diagnostic_unreadable", 3, [(4, "diagnostic_unreadable", "/dispatch/diagnostic")],
+         "the diagnostic is a summary in another schema, not the admission record")
+    def _(b):
+        b["artifacts"][2] = other_diag
+        b["dispatch"]["diagnostic"] = ref(other_diag)
+
+    @req("dispatch_contradicts_diagnostic", 3, [(4, "dispatch_contradicts_diagnostic", "/dispatch/candidates/2/priority")],
+         "the bundle lists math_reference at priority 8, the admission record at 9")
+    def _(b):
+        b["dispatch"]["candidates"][2]["priority"] = 8
 
     @req("request_missing", 3, [(4, "request_missing", "/dispatch/request")], "no request")
     def _(b):
@@ -832,31 +996,37 @@ def requirements(g, base, arts):
     @req("candidate_duplicate", 3, [(4, "candidate_duplicate", "/dispatch/candidates/3/backend")], "a backend listed twice")
     def _(b):
         b["dispatch"]["candidates"].append(copy.deepcopy(b["dispatch"]["candidates"][1]))
+        readmit(g, b)
 
     @req("candidate_reasons_inconsistent", 3, [(4, "candidate_reasons_inconsistent", "/dispatch/candidates/1")],
          "an ineligible candidate without its rejection reasons")
     def _(b):
         b["dispatch"]["candidates"][1]["reasons"] = []
+        readmit(g, b)
 
     @req("forced_request_not_candidate", 3, [(4, "forced_request_not_candidate", "/dispatch/request"),
                                              (4, "forced_request_fell_back", "/dispatch/selected")],
          "a forced backend that is not registered, and a selection anyway")
     def _(b):
         b["dispatch"]["request"] = "flash_decoding_v9"
+        readmit(g, b)
 
     @req("selected_missing", 3, [(4, "selected_missing", "/dispatch/selected")], "outcome selected, selected null")
     def _(b):
         b["dispatch"]["selected"] = None
+        readmit(g, b)
 
     @req("selected_not_eligible", 3, [(4, "selected_not_eligible", "/dispatch/selected")], "selected an ineligible backend")
     def _(b):
         b["dispatch"]["selected"] = b["dispatch"]["plan_key"]["backend"] = "dkb_single_pass"
         refresh(b)
+        readmit(g, b)
 
     @req("forced_request_fell_back", 3, [(4, "forced_request_fell_back", "/dispatch/selected")],
          "forced dkb_single_pass (ineligible) but dkb_split_kv ran: a silent fallback")
     def _(b):
         b["dispatch"]["request"] = "dkb_single_pass"
+        readmit(g, b)
 
     @req("auto_selection_not_first_eligible", 3, [(4, "auto_selection_not_first_eligible", "/dispatch/selected")],
          "auto selected priority 1 while priority 0 was eligible")
@@ -864,6 +1034,7 @@ def requirements(g, base, arts):
         c = b["dispatch"]["candidates"]
         c[0]["priority"], c[1]["priority"] = 1, 0
         c[1]["eligible"], c[1]["reasons"] = True, []
+        readmit(g, b)
 
     @req("outcome_contradicts_candidates", 3, [(4, "outcome_contradicts_candidates", "/dispatch/outcome"),
                                                (5, "no_backend_selected", "/dispatch/outcome")],
@@ -871,6 +1042,7 @@ def requirements(g, base, arts):
     def _(b):
         b["dispatch"]["outcome"] = "no_eligible"
         b["dispatch"]["selected"] = None
+        readmit(g, b)
 
     for field, reason in (("split_count", "split_count_missing"), ("workspace_bytes", "workspace_bytes_missing"),
                           ("plan_key", "plan_key_missing"), ("plan_key_sha256", "plan_key_sha256_missing"),
@@ -888,7 +1060,32 @@ def requirements(g, base, arts):
     @req("workspace_inconsistent", 3, [(4, "workspace_inconsistent", "/dispatch/workspace_bytes")], "4 splits, 0 workspace bytes")
     def _(b):
         b["dispatch"]["workspace_bytes"] = b["dispatch"]["plan_key"]["workspace_bytes"] = 0
-        refresh(b)
+        b["dispatch"]["plan"]["workspace_bytes"] = 0
+        refresh(b, g)
+
+    @req("dispatch_contradicts_plan", 3, [(4, "dispatch_contradicts_plan", "/dispatch/workspace_bytes")],
+         "the plan record's workspace grew by 64 bytes, the dispatch record kept the old size")
+    def _(b):
+        b["dispatch"]["plan"]["workspace_bytes"] += 64
+        refresh(b, g)
+
+    @req("ledgers_missing", 3, [(4, "ledgers_missing", "/ledgers")], "no ledgers")
+    def _(b):
+        del b["ledgers"]
+
+    @req("ledgers_mismatch", 3, [(4, "ledgers_mismatch", "/ledgers/unique_kv_bytes")], "two bytes more unique K/V than the call key holds")
+    def _(b):
+        b["ledgers"]["unique_kv_bytes"] += 2
+
+    @req("fixture_unreadable", 3, [(4, "fixture_unreadable", "/fixture/path")], "--source-root: the fixture is not in the checkout",
+         SOURCE_ROOT_OPT)
+    def _(b):
+        b["fixture"]["path"] = "fixtures/decode/absent.json"
+
+    @req("fixture_sha256_mismatch", 3, [(4, "fixture_sha256_mismatch", "/fixture/sha256")],
+         "--source-root: the fixture's recorded hash is the null digest", SOURCE_ROOT_OPT)
+    def _(b):
+        b["fixture"]["sha256"] = "0" * 64
 
     @req("plan_key_sha256_mismatch", 3, [(4, "plan_key_sha256_mismatch", "/dispatch/plan_key_sha256")], "the plan gained a field, its digest is old")
     def _(b):
@@ -909,6 +1106,7 @@ def requirements(g, base, arts):
     def _(b):
         d = b["dispatch"]
         d["request"], d["outcome"], d["selected"] = "dkb_single_pass", "rejected", None
+        readmit(g, b)
         b["status"] = {"terminal": "backend_rejected", "reasons": [{"id": "backend_rejected", "detail": "page_size=16 unsupported"}]}
 
     for field, reason in (("trace", "trace_missing"), ("nvtx_range", "nvtx_range_missing"),
@@ -920,6 +1118,37 @@ def requirements(g, base, arts):
     @req("trace_dropped_records", 4, [(5, "trace_dropped_records", "/execution/dropped_records")], "CUPTI dropped 12 records")
     def _(b):
         b["execution"]["dropped_records"] = 12
+        retrace(g, b)
+
+    @req("trace_dropped_records.one", 4, [(5, "trace_dropped_records", "/execution/dropped_records")],
+         "CUPTI dropped one record: any dropped record may be a launch")
+    def _(b):
+        b["execution"]["dropped_records"] = 1
+        retrace(g, b)
+
+    old_trace = g.artifact("trace-json", {"schema": "dkb.trace/v1", "profiler": "CUPTI 13.0",
+                                          "records": [{"kind": "CONCURRENT_KERNEL", "name": PRODUCER}]})
+
+    @req("trace_unreadable", 4, [(5, "trace_unreadable", "/execution/trace")], "a trace that is one JSON document, not JSON lines")
+    def _(b):
+        b["artifacts"][3] = old_trace
+        b["execution"]["trace"] = ref(old_trace)
+
+    @req("trace_contradicts_execution", 4, [(5, "trace_contradicts_execution", "/execution/external_correlation_id")],
+         "the record names external correlation 2, the trace's call has 1")
+    def _(b):
+        b["execution"]["external_correlation_id"] = 2
+
+    @req("nvtx_range_contradicts_call_key", 4, [(5, "nvtx_range_contradicts_call_key", "/execution/nvtx_range")],
+         "the trace is of the range of another call key")
+    def _(b):
+        b["execution"]["nvtx_range"] = "dkb/call/" + sha256(b"another call")
+        retrace(g, b)
+
+    @req("kernel_record_contradicts_trace", 4, [(5, "kernel_record_contradicts_trace", "/execution/kernels/0/registers")],
+         "the producer record says 32 registers, CUPTI recorded 96")
+    def _(b):
+        b["execution"]["kernels"][0]["registers"] = 32
 
     @req("profiler_missing", 4, [(5, "profiler_missing", "/execution/profiler/version")], "no profiler version")
     def _(b):
@@ -936,6 +1165,7 @@ def requirements(g, base, arts):
                                 (5, "combine_kernel_not_observed", "/execution/kernels")], "no kernel records")
     def _(b):
         b["execution"]["kernels"] = []
+        retrace(g, b)
 
     combine_gone = [(5, "required_kernel_not_observed", "/dispatch/required_kernels/1"), (5, "combine_kernel_not_observed", "/execution/kernels")]
 
@@ -943,11 +1173,15 @@ def requirements(g, base, arts):
     def _(b):
         del b["execution"]["kernels"][1]["launches"]
 
-    @req("kernel_launches_not_positive", 4, [(5, "kernel_launches_not_positive", "/execution/kernels/1/launches")] + combine_gone, "the combine kernel launched 0 times")
+    @req("kernel_launches_not_positive", 4, [(5, "kernel_launches_not_positive", "/execution/kernels/1/launches"),
+                                             (5, "kernel_record_contradicts_trace", "/execution/kernels/1/launches")] + combine_gone,
+         "the combine kernel launched 0 times (the trace saw one launch)")
     def _(b):
         b["execution"]["kernels"][1]["launches"] = 0
 
-    @req("kernel_geometry_invalid", 4, [(5, "kernel_geometry_invalid", "/execution/kernels/0/block")], "a block with two dimensions")
+    @req("kernel_geometry_invalid", 4, [(5, "kernel_geometry_invalid", "/execution/kernels/0/block"),
+                                        (5, "kernel_record_contradicts_trace", "/execution/kernels/0/block")],
+         "a block with two dimensions (the trace has three)")
     def _(b):
         b["execution"]["kernels"][0]["block"] = [128, 1]
 
@@ -959,11 +1193,13 @@ def requirements(g, base, arts):
                                              (5, "producer_kernel_not_observed", "/execution/kernels")], "another kernel ran instead of the producer")
     def _(b):
         b["execution"]["kernels"][0].update({"symbol": "_Z12other_kernelv", "demangled": "other_kernel()"})
+        retrace(g, b)
 
     @req("combine_kernel_not_observed", 4, [(5, "combine_kernel_not_observed", "/execution/kernels")], "4 splits, the plan lists only the producer, no combine ran")
     def _(b):
         b["execution"]["kernels"].pop(1)
         b["dispatch"]["required_kernels"].pop(1)
+        retrace(g, b)
 
     # level 6
     for path, reason in (("", "measurement_missing"), ("/correctness", "correctness_missing"),
@@ -1003,7 +1239,7 @@ def requirements(g, base, arts):
          "an append call whose cache state was not compared")
     def _(b):
         b["dispatch"]["call_key"]["phase"] = "append"
-        refresh(b)
+        refresh(b, g)
 
     @req("correctness_passed_with_violations", 5, [(6, "correctness_passed_with_violations", "/measurement/correctness/output/violations")],
          "passed with 3 violations")
@@ -1032,6 +1268,7 @@ def requirements(g, base, arts):
         t = b["measurement"]["timing"]
         t["samples_us"] = samples
         t["summary"] = stats(samples)
+        t["repeat_check"]["after_samples"] = len(samples)
         t["stop_rule"].update(stop)
 
     @req("timing_too_few_samples", 5, [(6, "timing_too_few_samples", "/measurement/timing/samples_us")],
@@ -1101,6 +1338,12 @@ def malformed(g, base):
          "/status/terminal: must be one of: complete, cuda_runtime_unavailable, no_gpu, profiler_unavailable, backend_rejected, "
          "no_eligible_backend, launch_failed, correctness_failed, internal_error (got 'finished')", "an unknown terminal state")
     case("missing-meta.json", lambda b: b.pop("meta"), "/: missing required key 'meta'", "no meta")
+    case("ledger-list.json", lambda b: b["ledgers"].update(unique_kv_bytes=[1, 2]),
+         "/ledgers/unique_kv_bytes: must be an integer or a string (got array)", "a ledger that is not a byte count")
+    case("plan-string.json", lambda b: b["dispatch"].update(plan="fixed"), "/dispatch/plan: must be an object (got string)",
+         "a plan record that is not a record")
+    case("lse-atol-string.json", lambda b: b["measurement"]["correctness"].update(lse_atol="2e-3"),
+         "/measurement/correctness/lse_atol: must be a number (got string)", "a tolerance written as text")
 
 
 def main():
