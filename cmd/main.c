@@ -146,6 +146,18 @@ static const struct command COMMANDS[] = {
      "  --json          print one JSON document (schema dkb.backends/v1)\n\n"
      "Exit 3 when a plugin is not a dkb plugin of this ABI (no entry point, another ABI version, a\n"
      "malformed table), 4 when it cannot be loaded (dlopen's reason).\n"},
+    {"check", cmd_check, "dkb check DUMP [--json]",
+     "check a dump of one call (any program's) against dkb's float64 oracle",
+     "Reads a dump folder in dkb's dump format (index.json + .npy files, schemas/dump.schema.json; `dkb run\n"
+     "--dump` and python/dkb_dump.py write it): the call key, the layout metadata, Q, the caches, page\n"
+     "tables or indptr, masks, and the candidate's o_gpu (and lse_gpu; k_cache_after and v_cache_after for an\n"
+     "append). Runs dkb's float64 oracle over the dumped inputs and compares under the call key's frozen\n"
+     "tolerances with the report `dkb run` gives: max error, the share of the tolerance used, violations,\n"
+     "NaN and Inf, rows with no visible key, the cache after an append. A candidate with a base-2 LSE or\n"
+     "another empty-row value says so in index.json's \"candidate\" and is converted as dkb run converts.\n\n"
+     "  --json   print the report (schema dkb.check-report/v1)\n\n"
+     "Exit 0 when the candidate passes, 1 when it does not, 3 when the dump is malformed (file, JSON\n"
+     "Pointer, reason).\n"},
     {"preflight", cmd_preflight, "dkb preflight [--json] [--require-level N]",
      "inspect this host without touching the GPU: which evidence levels can it produce?",
      "Inspects the host without creating a CUDA context or loading GPU libraries: OS and architecture,\n"
