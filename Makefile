@@ -105,9 +105,17 @@ $(BUILD)/examples/nvtx_ranges: examples/c/nvtx_ranges.c
 $(BUILD)/examples/inject_test: examples/cuda/inject_test.cu
 	@mkdir -p $(@D)
 	$(NVCC) -O2 -std=c++17 $(GENCODE) -Xcompiler -Wall,-Wextra -o $@ $< -Xlinker -rpath,$(CUDA)/lib64 -lpthread
-# The library's own pieces the test binary checks directly (SHA-256 against libcrypto).
+# The library's own pieces the test binary checks directly (SHA-256 against libcrypto), and its module
+# and loader-map records from a driver linked with its objects, over a cubin nvcc builds.
 TEST_O += $(BUILD)/inject/inject_sha256.o
-TRACE_TARGETS := $(BUILD)/libdkb_inject.so $(BUILD)/examples/nvtx_ranges $(BUILD)/examples/inject_test
+$(BUILD)/tests/inject_selftest: tests/data/trace/inject_selftest.c $(INJECT_O)
+	@mkdir -p $(@D)
+	$(INJECT_CC) -std=c11 -Wall -Wextra -O2 -D_GNU_SOURCE -I. -o $@ $< $(INJECT_O) -L$(CUDA)/lib64 -Wl,-rpath,$(CUDA)/lib64 -lcupti -ldl -lpthread
+$(BUILD)/tests/tiny.cubin: tests/data/trace/tiny.cu
+	@mkdir -p $(@D)
+	$(NVCC) -cubin -arch=sm_90 -o $@ $<
+TRACE_TARGETS := $(BUILD)/libdkb_inject.so $(BUILD)/examples/nvtx_ranges $(BUILD)/examples/inject_test \
+                 $(BUILD)/tests/inject_selftest $(BUILD)/tests/tiny.cubin
 $(BUILD)/dkb: $(BUILD)/libdkb_inject.so
 $(BUILD)/dkb_tests: $(TRACE_TARGETS)
 .PHONY: examples

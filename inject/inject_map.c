@@ -88,17 +88,15 @@ void map_snapshot(uint64_t range) {
   free(ns.v);
 }
 
-/* Function symbols of an ELF64 image (a cubin), as a JSON array; bounds are checked against n because
- * the bytes are whatever the program loaded. Returns the count, -1 when the image is not ELF64. */
-static long elf_functions(struct jl *j, const unsigned char *p, size_t n) {
+/* Appends the function symbols of the ELF64 image at p (n bytes may follow it) to j as JSON strings,
+ * comma-separated after the first *count; bounds are checked against n because the bytes are whatever
+ * the program loaded. -1 when p is not an ELF64 image. */
+static int elf_functions(struct jl *j, const unsigned char *p, size_t n, long *count) {
   if (n < sizeof(Elf64_Ehdr) || memcmp(p, ELFMAG, SELFMAG) || p[EI_CLASS] != ELFCLASS64) return -1;
   Elf64_Ehdr eh;
   memcpy(&eh, p, sizeof eh);
   if (eh.e_shentsize != sizeof(Elf64_Shdr) || eh.e_shoff > n || (uint64_t)eh.e_shnum * sizeof(Elf64_Shdr) > n - eh.e_shoff)
     return -1;
-  long count = 0;
-  jl_key(j, "symbols");
-  jl_raw(j, "[", 1);
   for (unsigned s = 0; s < eh.e_shnum; s++) {
     Elf64_Shdr sh, strh;
     memcpy(&sh, p + eh.e_shoff + (uint64_t)s * sizeof sh, sizeof sh);
@@ -114,12 +112,20 @@ static long elf_functions(struct jl *j, const unsigned char *p, size_t n) {
       const char *name = (const char *)p + strh.sh_offset + sym.st_name;
       size_t len = strnlen(name, strh.sh_size - sym.st_name);
       if (len == 0 || len == strh.sh_size - sym.st_name) continue; /* empty or not terminated inside the table */
-      if (count++) jl_raw(j, ",", 1);
+      if ((*count)++) jl_raw(j, ",", 1);
       jl_esc(j, name, len);
     }
   }
-  jl_raw(j, "]", 1);
-  return count;
+  return 0;
+}
+
+/* A fatbin container (magic 0xBA55ED50) holds one image per architecture; the uncompressed ELF ones are
+ * found at their 8-byte aligned starts (a compressed image shows no ELF magic and gives no symbols). */
+static int fatbin_functions(struct jl *j, const unsigned char *p, size_t n, long *count) {
+  int any = 0;
+  for (size_t off = 8; off + sizeof(Elf64_Ehdr) <= n; off += 8)
+    if (!memcmp(p + off, ELFMAG, SELFMAG) && elf_functions(j, p + off, n - off, count) == 0) any = 1;
+  return any ? 0 : -1;
 }
 
 void map_module_loaded(uint32_t id, const void *bytes, size_t n) {
@@ -134,15 +140,24 @@ void map_module_loaded(uint32_t id, const void *bytes, size_t n) {
     jl_str(&j, "sha256", hex);
     const unsigned char *p = bytes;
     uint32_t magic = n >= 4 ? (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24 : 0;
-    struct jl syms;
-    jl_begin(&syms, "x"); /* built apart so a non-ELF image adds nothing */
+    int fatbin = magic == 0xBA55ED50u;
+    struct jl syms; /* built apart: the array goes in only when some image was ELF */
+    jl_begin(&syms, "x");
     syms.n = 0;
-    long count = elf_functions(&syms, p, n);
-    jl_str(&j, "format", count >= 0 ? "elf" : magic == 0xBA55ED50u ? "fatbin" : "other");
-    if (count >= 0 && !syms.failed) jl_raw(&j, syms.p, syms.n);
-    if (syms.heap) free(syms.p);
+    long count = 0;
+    int elf = fatbin ? fatbin_functions(&syms, p, n, &count) == 0 : elf_functions(&syms, p, n, &count) == 0;
+    jl_str(&j, "format", fatbin ? "fatbin" : elf ? "elf" : "other");
+    if (elf && !syms.failed) {
+      jl_key(&j, "symbols");
+      jl_raw(&j, "[", 1);
+      jl_raw(&j, syms.p, syms.n);
+      jl_raw(&j, "]", 1);
+    }
+    jl_release(&syms);
     Dl_info di;
-    if (dladdr(bytes, &di) && di.dli_fname && di.dli_fname[0]) jl_str(&j, "in_object", di.dli_fname);
+    char real[PATH_MAX];
+    if (dladdr(bytes, &di) && di.dli_fname && di.dli_fname[0])
+      jl_str(&j, "in_object", realpath(di.dli_fname, real) ? real : di.dli_fname);
   } else {
     jl_str(&j, "sha256", NULL);
   }

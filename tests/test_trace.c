@@ -534,6 +534,49 @@ static void inject_sha256_equals_libcrypto(void **s) {
   free(buf);
 }
 
+/* The module records of a cubin, of the same cubin in a fatbin container and of bytes that are neither, and
+ * two loader maps, from a driver linked with the library's objects (tests/data/trace/inject_selftest.c). */
+static void inject_module_records_hash_and_list_symbols(void **s) {
+  (void)s;
+  const char *d = fresh_dir("selftest");
+  struct run_result r;
+  run_sh(&r, "mkdir -p '%s' && DKB_TRACE_DIR='%s' build/tests/inject_selftest build/tests/tiny.cubin", d, d);
+  assert_int_equal(r.rc, 0);
+  run_result_release(&r);
+  struct tr_proc *p = NULL;
+  size_t n = 0;
+  struct dkb_err err;
+  if (tr_read_dir(d, &p, &n, &err)) fail_msg("%s: %s", err.file, err.msg);
+  assert_int_equal(n, 1);
+  assert_int_equal(p->nmodules, 3);
+  char sha[65];
+  dkb_sha256_file("build/tests/tiny.cubin", sha, &err);
+  assert_string_equal(p->modules[0].sha256, sha);
+  for (int m = 0; m < 2; m++) {
+    assert_string_equal(p->modules[m].format, m ? "fatbin" : "elf");
+    assert_int_equal(p->modules[m].nsymbols, 2);
+    int plain = 0, templ = 0;
+    for (size_t k = 0; k < p->modules[m].nsymbols; k++) {
+      plain |= !strcmp(p->modules[m].symbols[k], "dkb_tiny_plain");
+      templ |= !strcmp(p->modules[m].symbols[k], "_Z17dkb_tiny_templateILi3EEvPf");
+    }
+    assert_true(plain && templ);
+  }
+  assert_string_equal(p->modules[2].format, "other");
+  assert_int_equal(p->modules[2].nsymbols, 0);
+  char exe[4096];
+  assert_non_null(realpath("build/tests/inject_selftest", exe));
+  assert_string_equal(p->modules[0].in_object, exe);
+  assert_int_equal(p->nmaps, 2);
+  assert_int_equal(p->maps[1].same_as, 0);
+  int main_seen = 0;
+  for (size_t k = 0; k < p->maps[0].nobjects; k++) main_seen |= p->maps[0].objects[k].main && !strcmp(p->maps[0].objects[k].path, exe);
+  assert_true(main_seen);
+  assert_true(p->has_end);
+  tr_proc_release(p);
+  free(p);
+}
+
 static void pydist_maps_installed_files_and_checks_record(void **s) {
   (void)s;
   const char *d = fresh_dir("site");
@@ -652,6 +695,7 @@ DKB_TEST_GROUP(trace, cmocka_unit_test(trace_usage_errors), cmocka_unit_test(tra
                cmocka_unit_test(trace_incomplete_records_are_findings),
                cmocka_unit_test(trace_records_reader_names_file_line_and_pointer),
                cmocka_unit_test(trace_ladder_recomputes_instead_of_trusting), cmocka_unit_test(inject_sha256_equals_libcrypto),
+               cmocka_unit_test(inject_module_records_hash_and_list_symbols),
                cmocka_unit_test(pydist_maps_installed_files_and_checks_record),
                cmocka_unit_test(gpu_inject_test_program_runs_unchanged_and_attributed),
                cmocka_unit_test(gpu_inject_test_open_range_and_exit_in_range))
