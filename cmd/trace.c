@@ -87,7 +87,8 @@ static void print_table(const json_t *summary, const struct trace_bundle_set *s,
     if (sha) snprintf(name, sizeof name, "dkb/call/%.12s", sha);
     else snprintf(name, sizeof name, "%.24s", range);
     const json_t *g = json_object_get(r, "gpu_ns_median");
-    if (json_is_number(g)) snprintf(gpu, sizeof gpu, "%.2f us median", json_number_value(g) / 1e3);
+    if (json_is_number(g) && json_integer_value(json_object_get(r, "launches")) > 0)
+      snprintf(gpu, sizeof gpu, "%.2f us median", json_number_value(g) / 1e3);
     else snprintf(gpu, sizeof gpu, "-");
     for (int k = 0; k < TF_COUNT; k++) {
       char letter = (char)(trace_finding_names[k][0] - 'a' + 'A');
