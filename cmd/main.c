@@ -164,7 +164,7 @@ static const struct command COMMANDS[] = {
      "with tracing on, never a measurement). A trace bundle claims no level of the six-level ladder.\n\n"
      "  -o, --output DIR     output folder (default trace-out; must be empty or absent)\n"
      "  --range PATTERN      bundle the ranges whose name matches the fnmatch PATTERN (repeatable) instead\n"
-     "                       of those named dkb/call/*\n"
+     "                       of those named dkb/call/* (the loader map is then taken at their first launch)\n"
      "  --dump DIR           a dump folder, or a folder of them, to match to call ranges (repeatable;\n"
      "                       DIR/dumps is searched too: python/dkb_dump.py writes there under dkb trace)\n"
      "  --quiet              no table, only the summary line\n\n"

@@ -178,12 +178,20 @@ int cmd_trace(int argc, char **argv) {
   snprintf(e_dump, sizeof e_dump, "DKB_TRACE_DUMP_DIR=%s", dump_dir);
   const char *nvtx = getenv("NVTX_INJECTION64_PATH");
   char *env[6] = {e_dir, e_cuda, e_dump, NULL, NULL, NULL};
+  int ne = 3;
   if (nvtx && *nvtx)
     fprintf(stderr, "dkb: trace: NVTX_INJECTION64_PATH is already '%s': NVTX ranges go to that tool, and dkb sees none\n", nvtx);
   else {
     snprintf(e_nvtx, sizeof e_nvtx, "NVTX_INJECTION64_PATH=%s", lib);
-    env[3] = e_nvtx;
+    env[ne++] = e_nvtx;
   }
+  /* --range: the ranges whose first launch takes a loader map, one pattern per line */
+  char e_pat[MAX_LIST * 256 + 32] = "DKB_TRACE_PATTERNS=";
+  for (size_t i = 0; i < npat; i++) {
+    size_t n = strlen(e_pat);
+    snprintf(e_pat + n, sizeof e_pat - n, "%s%.250s", i ? "\n" : "", patterns[i]);
+  }
+  if (npat) env[ne++] = e_pat;
   struct spawn_result sr;
   if (spawn_wait(cmd, env, &sr, &err)) return cmd_report_err(&err);
 

@@ -66,7 +66,8 @@ uint64_t out_records_lost(void);
 /* ---- NVTX ranges (inject_nvtx.c) ---------------------------------------------------------------- */
 
 /* The calling thread's innermost open range id (0 = none) and, through call_first, whether this is the
- * first launch in the innermost enclosing dkb/call/ range (set once per range instance). */
+ * first launch in the innermost enclosing call range (set once per range instance). A call range is one
+ * named dkb/call/..., or, when `dkb trace --range` set DKB_TRACE_PATTERNS, one matching its patterns. */
 uint64_t nvtx_current_range(int *call_first);
 /* Ranges still open on any thread (pushes minus pops). */
 int64_t nvtx_open_ranges(void);

@@ -9,6 +9,7 @@
 /* the types only: this library is the NVTX tool, not a user of NVTX */
 #define NVTX_NO_IMPL
 #include <nvtx3/nvToolsExt.h>
+#include <fnmatch.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdlib.h>
@@ -64,6 +65,32 @@ int64_t nvtx_open_ranges(void) { return atomic_load(&open_ranges); }
 
 void nvtx_after_fork_child(void) { pthread_mutex_init(&reg_mu, NULL); }
 
+/* The ranges whose first launch takes a loader map: dkb/call/ ones, or those matching the fnmatch patterns
+ * `dkb trace --range` passes in DKB_TRACE_PATTERNS (one per line). Read once, at the first push. */
+static pthread_once_t patterns_once = PTHREAD_ONCE_INIT;
+static char *patterns_text;
+static char *patterns[32];
+static int npatterns;
+
+static void read_patterns(void) {
+  const char *env = getenv("DKB_TRACE_PATTERNS");
+  if (!env || !*env || !(patterns_text = strdup(env))) return;
+  for (char *p = patterns_text, *nl; p && *p && npatterns < 32; p = nl) {
+    nl = strchr(p, '\n');
+    if (nl) *nl++ = '\0';
+    if (*p) patterns[npatterns++] = p;
+  }
+}
+
+static int is_call(const char *name, size_t n) {
+  if (!name) return 0;
+  pthread_once(&patterns_once, read_patterns);
+  if (!npatterns) return n >= sizeof INJECT_CALL_PREFIX - 1 && !memcmp(name, INJECT_CALL_PREFIX, sizeof INJECT_CALL_PREFIX - 1);
+  for (int i = 0; i < npatterns; i++)
+    if (!fnmatch(patterns[i], name, 0)) return 1;
+  return 0;
+}
+
 static int push(const void *domain, const char *name, size_t n, const char *message_type) {
   if (!out_enabled()) return tls.depth;
   uint64_t id = atomic_fetch_add(&next_id, 1);
@@ -72,8 +99,7 @@ static int push(const void *domain, const char *name, size_t n, const char *mess
   if (tls.depth < STACK_MAX) {
     tls.id[tls.depth] = id;
     tls.domain[tls.depth] = domain;
-    tls.call[tls.depth] = name && n >= sizeof INJECT_CALL_PREFIX - 1 &&
-                          !memcmp(name, INJECT_CALL_PREFIX, sizeof INJECT_CALL_PREFIX - 1);
+    tls.call[tls.depth] = (unsigned char)is_call(name, n); /* name is NUL-terminated at n */
     tls.launched[tls.depth] = 0;
   }
   int level = tls.depth++;
