@@ -112,15 +112,6 @@ static void print_table(const json_t *summary, const struct trace_bundle_set *s,
   printf("  bundles   %s/calls/ (%zu), summary %s/summary.json\n", out_dir, s->n, out_dir);
 }
 
-/* Ended without everything it recorded: no exit path, a cut line, lost lines or records, no final flush. */
-static int proc_incomplete(const struct tr_proc *p) {
-  const struct tr_cupti_call *sub = tr_proc_cupti(p, "cuptiSubscribe");
-  int cupti = sub && sub->code == 0;
-  if (p->truncated || p->dropped || p->lost || p->write_errors) return 1;
-  if (!cupti) return 0; /* NVTX records are written as they happen: nothing was waiting for a flush */
-  return !p->has_end || p->end_lines != p->lines_at_end || strcmp(p->exit_flush, "done");
-}
-
 /* usage: dkb trace [-o DIR] [--range PATTERN]... [--dump DIR]... [--quiet] -- CMD [ARGS...] */
 int cmd_trace(int argc, char **argv) {
   enum { O_RANGE = 256, O_DUMP, O_QUIET };
@@ -222,11 +213,10 @@ int cmd_trace(int argc, char **argv) {
   if (rc == DKB_OK && write_json(spath, set.summary, &err)) rc = cmd_report_err(&err);
   if (rc != DKB_OK) goto done;
 
-  int subscribed = 0, incomplete = 0;
+  int subscribed = 0, incomplete = set.incomplete;
   for (size_t i = 0; i < nprocs; i++) {
     const struct tr_cupti_call *sub = tr_proc_cupti(&procs[i], "cuptiSubscribe");
     subscribed |= sub && sub->code == 0;
-    incomplete |= proc_incomplete(&procs[i]);
   }
   printf("dkb trace: %s", cmd[0]);
   for (char **a = cmd + 1; *a; a++) printf(" %s", *a);
@@ -249,7 +239,7 @@ int cmd_trace(int argc, char **argv) {
   } else if (set.dump_malformed) rc = DKB_INPUT;
   else if (incomplete || set.dump_failed) rc = DKB_FAIL;
   if (rc == DKB_FAIL && !failed)
-    fprintf(stderr, "dkb: error: %s\n", incomplete ? "a process ended with records unflushed or dropped (its bundle says which)"
+    fprintf(stderr, "dkb: error: %s\n", incomplete ? "a process with a traced call ended with records unflushed or dropped (its bundle says which)"
                                                    : "a dump of a traced call failed its check");
 done:
   for (size_t i = 0; i < nprocs; i++) tr_proc_release(&procs[i]);

@@ -561,7 +561,7 @@ static void find_dumps(struct ctx *c, const char *dir) {
     }
   }
   closedir(d);
-  qsort(sub, n, sizeof *sub, cmp_cstr);
+  if (n) qsort(sub, n, sizeof *sub, cmp_cstr);
   for (size_t i = 0; i < n; i++) { add_dump(c, sub[i]); free(sub[i]); }
   free(sub);
 }
@@ -587,6 +587,17 @@ static void collect_objects(struct ctx *c, const struct tr_proc *procs, size_t n
   dkb_parallel_for((int64_t)c->nobjs, hash_one, c->objs);
   for (size_t i = 0; i < c->nobjs; i++)
     if (c->objs[i].sha256[0]) c->objs[i].has_dist = pydist_lookup(c->dist, c->objs[i].path, c->objs[i].sha256, &c->objs[i].dist);
+}
+
+/* Ended without everything it recorded: a cut line, lost or dropped records, and with CUPTI on, no exit
+ * path, a line count other than the end record's, or no final flush. NVTX records are written as they
+ * happen, so a process without CUPTI had nothing waiting for a flush. A process without a bundle (a
+ * compiler worker the framework killed) does not count: it is evidence of nothing. */
+static int proc_incomplete(const struct tr_proc *p) {
+  const struct tr_cupti_call *sub = tr_proc_cupti(p, "cuptiSubscribe");
+  if (p->truncated || p->dropped || p->lost || p->write_errors) return 1;
+  if (!sub || sub->code) return 0;
+  return !p->has_end || p->end_lines != p->lines_at_end || strcmp(p->exit_flush, "done");
 }
 
 static json_t *proc_summary(const struct trace_run *run, const struct tr_proc *p) {
@@ -625,6 +636,7 @@ int trace_bundles_build(const struct tr_proc *procs, size_t nprocs, const struct
       if (!first) continue;
       json_t *row = NULL;
       json_t *doc = bundle_doc(&c, &x, p->ranges[r].name, &row);
+      out->incomplete |= proc_incomplete(p);
       struct trace_grade g;
       trace_grade_init(&g);
       if (trace_ladder_evaluate(doc, "(the bundle being written)", NULL, &g, err)) {

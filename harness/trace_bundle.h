@@ -36,6 +36,7 @@ struct trace_bundle_set {
   char **names;                            /* file names under calls/: "<k>-<pid>-<first 12 of the key digest>.json" */
   size_t n;
   json_t *summary;                         /* dkb.trace-summary/v1: processes and one row per bundle */
+  int incomplete;                          /* a process with a bundle ended with records unflushed, cut or dropped */
   int dump_malformed;                      /* a dump of a matching call key could not be read */
   int dump_failed;                         /* a matching dump failed its check */
 };

@@ -477,7 +477,7 @@ int tr_read_dir(const char *dir, struct tr_proc **procs, size_t *n, struct dkb_e
     names[nn++] = DKB_STRDUP(e->d_name);
   }
   closedir(d);
-  qsort(names, nn, sizeof *names, cmp_str);
+  if (nn) qsort(names, nn, sizeof *names, cmp_str);
   int rc = 0;
   struct tr_proc *v = DKB_CALLOC(nn ? nn : 1, sizeof *v);
   size_t got = 0;
