@@ -111,6 +111,41 @@ $(BUILD)/tests/plugins/libtest_%.so: tests/plugin/test_plugin.c $(BUILD)/tests/p
 $(BUILD)/dkb_tests: $(TEST_PLUGINS)
 # --- end of build-time evidence
 
+# --- dkb trace: the injection library (inject/) runs inside the traced program, so it is built apart
+# from libdkb.a, with the plain compiler even under `make sanitize` (an ASan library cannot load into a
+# program that is not), and links only libcupti, libc, libdl and libpthread. The example programs are
+# what tests/test_trace.c and tools/trace-examples.sh run under `dkb trace`.
+INJECT_CC    ?= gcc
+INJECT_FLAGS := -std=c11 -Wall -Wextra -O2 -g -D_GNU_SOURCE -fPIC -fvisibility=hidden -I. -I$(CUDA)/include -MMD -MP
+INJECT_O     := $(patsubst %.c,$(BUILD)/%.o,$(wildcard inject/*.c))
+$(BUILD)/inject/%.o: inject/%.c
+	@mkdir -p $(@D)
+	$(INJECT_CC) $(INJECT_FLAGS) -c $< -o $@
+$(BUILD)/libdkb_inject.so: $(INJECT_O)
+	$(INJECT_CC) -shared -o $@ $^ -L$(CUDA)/lib64 -Wl,-rpath,$(CUDA)/lib64 -lcupti -ldl -lpthread -Wl,--no-undefined
+$(BUILD)/examples/nvtx_ranges: examples/c/nvtx_ranges.c
+	@mkdir -p $(@D)
+	$(INJECT_CC) -std=c11 -Wall -Wextra -O2 -D_GNU_SOURCE -I$(CUDA)/include -o $@ $< -ldl -lpthread
+# The GPU test program of the injection library: threads, streams, a range left open, exit() in a range.
+$(BUILD)/examples/inject_test: examples/cuda/inject_test.cu
+	@mkdir -p $(@D)
+	$(NVCC) -O2 -std=c++17 $(GENCODE) -Xcompiler -Wall,-Wextra -o $@ $< -Xlinker -rpath,$(CUDA)/lib64 -lpthread
+# The library's own pieces the test binary checks directly (SHA-256 against libcrypto), and its module
+# and loader-map records from a driver linked with its objects, over a cubin nvcc builds.
+TEST_O += $(BUILD)/inject/inject_sha256.o
+$(BUILD)/tests/inject_selftest: tests/data/trace/inject_selftest.c $(INJECT_O)
+	@mkdir -p $(@D)
+	$(INJECT_CC) -std=c11 -Wall -Wextra -O2 -D_GNU_SOURCE -I. -o $@ $< $(INJECT_O) -L$(CUDA)/lib64 -Wl,-rpath,$(CUDA)/lib64 -lcupti -ldl -lpthread
+$(BUILD)/tests/tiny.cubin: tests/data/trace/tiny.cu
+	@mkdir -p $(@D)
+	$(NVCC) -cubin -arch=sm_90 -o $@ $<
+TRACE_TARGETS := $(BUILD)/libdkb_inject.so $(BUILD)/examples/nvtx_ranges $(BUILD)/examples/inject_test \
+                 $(BUILD)/tests/inject_selftest $(BUILD)/tests/tiny.cubin
+$(BUILD)/dkb: $(BUILD)/libdkb_inject.so
+$(BUILD)/dkb_tests: $(TRACE_TARGETS)
+.PHONY: examples
+examples: $(TRACE_TARGETS)
+
 $(BUILD)/%.o: %.c | $(BUILD)/gen/version.h
 	@mkdir -p $(@D)
 	$(SAY) CC $<
@@ -195,4 +230,4 @@ run: deps
 clean:
 	rm -rf $(BUILD)
 
--include $(LIB_O:.o=.d) $(CMD_O:.o=.d) $(TEST_O:.o=.d) $(BUILD)/failalloc/main.d $(BUILD)/tests/failalloc/driver.d
+-include $(LIB_O:.o=.d) $(CMD_O:.o=.d) $(TEST_O:.o=.d) $(INJECT_O:.o=.d) $(BUILD)/failalloc/main.d $(BUILD)/tests/failalloc/driver.d

@@ -25,6 +25,8 @@ int cmd_compare(int argc, char **argv);
 int cmd_validate(int argc, char **argv);
 int cmd_preflight(int argc, char **argv);
 int cmd_backends(int argc, char **argv);
+int cmd_trace(int argc, char **argv);
+int cmd_check(int argc, char **argv);
 
 /* Shared by the cmd_* files. */
 /* Prints doc in canonical form with indent 2 and a newline, then releases it; returns DKB_OK or the

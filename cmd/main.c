@@ -148,6 +148,48 @@ static const struct command COMMANDS[] = {
      "  --json          print one JSON document (schema dkb.backends/v1)\n\n"
      "Exit 3 when a plugin is not a dkb plugin of this ABI (no entry point, another ABI version, a\n"
      "malformed table), 4 when it cannot be loaded (dlopen's reason).\n"},
+    {"trace", cmd_trace, "dkb trace [-o DIR] [--range PATTERN]... [--dump DIR]... [--quiet] -- CMD [ARGS...]",
+     "run a program under dkb's CUPTI/NVTX injection and write a graded trace bundle per call range",
+     "Runs CMD in its own process with dkb's injection library (CUDA_INJECTION64_PATH and NVTX_INJECTION64_PATH\n"
+     "name build/libdkb_inject.so, or $DKB_INJECT_LIB) and records every kernel, memcpy and memset with its\n"
+     "symbol, grid, block, registers, stream and GPU timestamps, attributed by correlation id to the innermost\n"
+     "NVTX range open on the launching thread; the loader map at the first launch of each call range; every\n"
+     "module loaded from memory, hashed. A call is an NVTX range named dkb/call/ + the canonical call-key JSON\n"
+     "(dkb.call-key/v1); from PyTorch:\n"
+     "    torch.cuda.nvtx.range_push(\"dkb/call/\" + key_json)   # python/dkb_dump.py: range_name(key)\n"
+     "    torch.cuda.nvtx.range_pop()\n"
+     "Writes DIR/records/ (one file per process), one bundle per call range and process (DIR/calls/*.json,\n"
+     "schema dkb.trace/v1) and DIR/summary.json, and prints a table: call, kernels, launches, split/combine\n"
+     "seen, GPU time. Each bundle is graded by the same code `dkb validate` runs, as separate findings:\n"
+     "loaded, declared (the call key digest recomputes), executed (kernels in the range, none dropped, the\n"
+     "process flushed), checked (a dump of the same call key passed `dkb check`) and timed (CUPTI durations\n"
+     "with tracing on, never a measurement). A trace bundle claims no level of the six-level ladder.\n"
+     "Every process that loads the library writes its own record file (a fork child and an exec'd one\n"
+     "included); a child that never initializes CUDA nor calls NVTX loads nothing and is not listed.\n\n"
+     "  -o, --output DIR     output folder (default trace-out; must be empty or absent)\n"
+     "  --range PATTERN      bundle the ranges whose name matches the fnmatch PATTERN (repeatable) instead\n"
+     "                       of those named dkb/call/* (the loader map is then taken at their first launch)\n"
+     "  --dump DIR           a dump folder, or a folder of them, to match to call ranges (repeatable;\n"
+     "                       DIR/dumps is searched too: python/dkb_dump.py writes there under dkb trace)\n"
+     "  --quiet              no table, only the summary line\n\n"
+     "Exit 0 when the program exited 0 and every bundle is complete; 1 when the program exited nonzero or\n"
+     "died of a signal, a process ended with records unflushed or dropped, or a matched dump failed its\n"
+     "check; 2 on a usage error or a CMD that cannot be started; 3 when a record file or a matched dump is\n"
+     "malformed; 4 when nothing could be traced (no process initialized CUDA or NVTX, CUPTI was taken by\n"
+     "another tool, or CUDA_INJECTION64_PATH was already set). The program's own exit status is printed\n"
+     "and kept in every bundle.\n"},
+    {"check", cmd_check, "dkb check DUMP [--json]",
+     "check a dump of one call (any program's) against dkb's float64 oracle",
+     "Reads a dump folder in dkb's dump format (index.json + .npy files, schemas/dump.schema.json; `dkb run\n"
+     "--dump` and python/dkb_dump.py write it): the call key, the layout metadata, Q, the caches, page\n"
+     "tables or indptr, masks, and the candidate's o_gpu (and lse_gpu; k_cache_after and v_cache_after for an\n"
+     "append). Runs dkb's float64 oracle over the dumped inputs and compares under the call key's frozen\n"
+     "tolerances with the report `dkb run` gives: max error, the share of the tolerance used, violations,\n"
+     "NaN and Inf, rows with no visible key, the cache after an append. A candidate with a base-2 LSE or\n"
+     "another empty-row value says so in index.json's \"candidate\" and is converted as dkb run converts.\n\n"
+     "  --json   print the report (schema dkb.check-report/v1)\n\n"
+     "Exit 0 when the candidate passes, 1 when it does not, 3 when the dump is malformed (file, JSON\n"
+     "Pointer, reason).\n"},
     {"preflight", cmd_preflight, "dkb preflight [--json] [--require-level N]",
      "inspect this host without touching the GPU: which evidence levels can it produce?",
      "Inspects the host without creating a CUDA context or loading GPU libraries: OS and architecture,\n"

@@ -9,6 +9,7 @@
 
 #include "cmd/cmd.h"
 #include "evidence/ladder.h"
+#include "evidence/trace_ladder.h"
 #include "lib/jread.h"
 
 static int list_reasons(int as_json) {
@@ -25,6 +26,36 @@ static int list_reasons(int as_json) {
     return DKB_OK;
   }
   return cmd_print_json(json_pack("{s:s,s:o}", "schema", "dkb.reason-catalogue/v1", "reasons", all));
+}
+
+/* A dkb.trace/v1 bundle (`dkb trace`): graded by the trace ladder's named findings, the same code dkb trace
+ * ran. It proves no level of the six-level ladder, so any --require-level above 0 fails it. 1 pass, 0 fail,
+ * -1 malformed (err set). */
+static int validate_trace(const json_t *doc, const char *file, const char *dir, int require, int as_json, json_t *rows,
+                          struct dkb_err *err) {
+  struct trace_grade g;
+  trace_grade_init(&g);
+  if (trace_ladder_evaluate(doc, file, dir, &g, err)) {
+    trace_grade_release(&g);
+    return -1;
+  }
+  int below = require > 0, pass = trace_grade_honest(&g) && !below;
+  if (as_json) {
+    json_array_append_new(rows, json_pack("{s:s,s:s,s:s,s:o,s:o,s:b}", "file", file, "status", pass ? "pass" : "fail", "kind",
+                                          "trace", "findings", trace_grade_json(&g), "claims", trace_grade_claims(&g),
+                                          "below_required_level", below));
+  } else {
+    printf("%s  %s: trace bundle:", pass ? "PASS" : "FAIL", file);
+    for (int f = 0; f < TF_COUNT; f++) printf(" %s %s%s", trace_finding_names[f], g.holds[f] ? "yes" : "no", f + 1 < TF_COUNT ? "," : "\n");
+    for (size_t k = 0; k < g.n; k++) {
+      const struct trace_item *it = &g.items[k];
+      printf("  %-9s %-12s  %s  %s: %s\n", it->finding < 0 ? "bundle" : trace_finding_names[it->finding], kind_name(it->kind),
+             it->reason, it->pointer[0] ? it->pointer : "/", it->detail);
+    }
+    if (below) printf("  a trace bundle proves no level of the six-level ladder: below the required level %d\n", require);
+  }
+  trace_grade_release(&g);
+  return pass;
 }
 
 /* usage: dkb validate BUNDLE... [--require-level N] [--json] [--source-root DIR] [--allow-synthetic] [--list-reasons] */
@@ -63,7 +94,16 @@ int cmd_validate(int argc, char **argv) {
     snprintf(dirbuf, sizeof dirbuf, "%s", file);
     struct ladder_opts o = {dirname(dirbuf), source_root};
     json_t *doc = jr_load_file(file, &err);
-    if (!doc || ladder_evaluate(doc, file, &o, &res, &err)) {
+    const char *schema = json_string_value(json_object_get(doc, "schema"));
+    int traced = schema && !strcmp(schema, TRACE_SCHEMA_ID) && !json_object_get(doc, "record") ?
+                 validate_trace(doc, file, o.bundle_dir, require, as_json, rows, &err) : -2;
+    if (traced >= 0) {
+      traced ? passed++ : failed++;
+      json_decref(doc);
+      ladder_result_release(&res);
+      continue;
+    }
+    if (!doc || traced == -1 || ladder_evaluate(doc, file, &o, &res, &err)) {
       malformed++;
       char msg[2048];
       dkb_err_format(&err, msg, sizeof msg);
