@@ -49,7 +49,7 @@ static int validate_trace(const json_t *doc, const char *file, const char *dir, 
     for (int f = 0; f < TF_COUNT; f++) printf(" %s %s%s", trace_finding_names[f], g.holds[f] ? "yes" : "no", f + 1 < TF_COUNT ? "," : "\n");
     for (size_t k = 0; k < g.n; k++) {
       const struct trace_item *it = &g.items[k];
-      printf("  %-9s %-12s  %s  %s: %s\n", it->finding < 0 ? "bundle" : trace_finding_names[it->finding], kind_name(it->kind),
+      printf("  %-9s %-12s  %s  %s: %s\n", it->finding < 0 ? "bundle" : trace_finding_names[it->finding], ladder_kind_name(it->kind),
              it->reason, it->pointer[0] ? it->pointer : "/", it->detail);
     }
     if (below) printf("  a trace bundle proves no level of the six-level ladder: below the required level %d\n", require);

@@ -2,6 +2,7 @@
  * section missing or of the wrong type) make the document malformed; missing or contradicting evidence is
  * always a finding. Each check names its reason id and the JSON Pointer of what it read. */
 #include "evidence/trace_ladder.h"
+#include "evidence/call_key.h"
 #include "lib/cjson.h"
 #include "lib/sha256.h"
 #include "oracles/stats.h"
@@ -182,11 +183,12 @@ static int grade_declared(struct tctx *c, const char *name) {
   if (!schema || strcmp(schema, "dkb.call-key/v1"))
     item(c, "declared_key_schema", "/declared/call_key/schema", "must be \"dkb.call-key/v1\" (got %s)", schema ? schema : "none");
   char p[DKB_PTR_MAX];
-  for (int i = 0; ladder_call_key_fields[i]; i++)
-    if (!json_object_get(key, ladder_call_key_fields[i])) {
-      jr_ptr_key(p, "/declared/call_key", ladder_call_key_fields[i]);
-      item(c, "declared_key_field_missing", p, "the call key has no %s", ladder_call_key_fields[i]);
-    }
+  for (size_t i = 0; i < call_key_nfields; i++) {  /* the required fields are members of the key itself */
+    const char *name = call_key_fields[i].pointer + 1;
+    if (call_key_fields[i].need != CK_REQUIRED || strchr(name, '/') || json_object_get(key, name)) continue;
+    jr_ptr_key(p, "/declared/call_key", name);
+    item(c, "declared_key_field_missing", p, "the call key has no %s", name);
+  }
   if (!json_object_get(key, "tolerances")) item(c, "declared_key_field_missing", "/declared/call_key/tolerances", "the call key has no tolerances");
   const json_t *B = json_object_get(key, "B"), *lens = json_object_get(key, "S_k_per_request");
   if (json_is_integer(B) && json_is_array(lens) && (long long)json_array_size(lens) != json_integer_value(B))
