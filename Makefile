@@ -85,9 +85,10 @@ $(BUILD)/gen/build_report.c: FORCE
 	@mkdir -p $(@D)
 	@/usr/bin/python3 tools/gen_provenance.py build-report --out $@ --cc='$(CC)' --nvcc='$(NVCC)' \
 	  --cflags='$(CFLAGS)' --nvflags='$(NVFLAGS)' --gencode='$(GENCODE)' --ldlibs='$(LDLIBS)'
-$(BUILD)/gen/source_manifest.c: FORCE
+# After the kernels compile: every header decode.cu includes is hashed with the chain's files.
+$(BUILD)/gen/source_manifest.c: $(BUILD)/kernels/decode.cu.o FORCE
 	@mkdir -p $(@D)
-	@/usr/bin/python3 tools/gen_provenance.py source-manifest --spec $(CHAIN_SPEC) --out $@
+	@/usr/bin/python3 tools/gen_provenance.py source-manifest --spec $(CHAIN_SPEC) --deps $(BUILD)/kernels/decode.cu.d --out $@
 $(BUILD)/gen/%.o: $(BUILD)/gen/%.c
 	$(SAY) CC $<
 	$(Q)$(CC) $(CFLAGS) -c $< -o $@

@@ -48,6 +48,7 @@ const struct ladder_reason ladder_reasons[] = {
     {"source_symbol_lines_invalid", 1, I, "a symbol span is not [first, last] with 1 <= first <= last"},
     {"source_file_unreadable", 1, U, "--source-root: the file cannot be read under the source root"},
     {"source_file_sha256_mismatch", 1, I, "--source-root: the file's SHA-256 differs from the recorded one"},
+    {"source_file_record_mismatch", 1, I, "an upstream file's SHA-256 differs from the one its package's RECORD lists"},
     {"source_symbol_lines_outside_file", 1, I, "--source-root: a symbol span ends after the file's last line"},
     {"source_symbol_not_in_span", 1, I, "--source-root: the symbol's name does not occur inside its span"},
     /* level 2: chain closes */
@@ -71,6 +72,11 @@ const struct ladder_reason ladder_reasons[] = {
     {"loaded_object_sha256_invalid", 3, I, "a loaded object SHA-256 is not 64 lower-case hex digits"},
     {"loaded_object_bytes_missing", 3, U, "a loaded object has no positive size"},
     {"loaded_object_not_in_loader_map", 3, I, "a loaded object (path, SHA-256 and, where the map records it, size) is not in the loader map artifact"},
+    {"source_binary_not_loaded", 3, I, "a closed-source library the chain names (a binary node) is not in the loader map with the SHA-256 the source lists"},
+    {"plugin_missing", 3, U, "the selected backend is a plugin's, and /loaded/plugin does not identify its library"},
+    {"plugin_not_in_loader_map", 3, I, "the plugin library's path and SHA-256 are not in the loader map"},
+    {"plugin_manifest_mismatch", 3, I, "the plugin's source manifest (an artifact) is missing, or disagrees with the bundle's source files or upstream package"},
+    {"plugin_build_report_mismatch", 3, I, "the plugin's build report (an artifact) is missing, or names another upstream package, version or archive than its manifest"},
     {"loaded_executable_missing", 3, U, "the dkb executable (role dkb) is not among the loaded objects"},
     {"loaded_cudart_missing", 3, U, "the CUDA runtime library (role cudart) is not among the loaded objects"},
     {"loaded_driver_missing", 3, U, "the CUDA driver library (role cuda, libcuda.so.1) is not among the loaded objects"},
@@ -113,6 +119,8 @@ const struct ladder_reason ladder_reasons[] = {
     {"plan_key_contradicts_call_key", 4, I, "a plan-key field differs from the same call-key field (stale plan)"},
     {"plan_key_contradicts_dispatch", 4, I, "the plan key's backend, split_count or workspace_bytes differs from the dispatch record"},
     {"required_kernels_missing", 4, U, "a selected backend without the list of kernels its plan launches"},
+    {"backend_missing", 4, U, "a selected, planned backend without /dispatch/backend: its source, workspaces and kinds, declared kernels and conventions"},
+    {"backend_contradicts_dispatch", 4, I, "/dispatch/backend disagrees with the dispatch record: another name, a plugin record that is not the loaded library, workspaces that do not sum to workspace_bytes, or required kernels other than the declared ones"},
     {"dispatch_contradicts_plan", 4, I, "split_count or workspace_bytes is not the plan record's (/dispatch/plan: max_slots_per_request and workspace_bytes; 1 and 0 when the plan's combine is none)"},
     {"plan_not_recomputable", 4, N, "not recomputable offline: the plan record (/dispatch/plan: items, slots per request, visible keys, its workspace bytes) is the planner's output for the run's device; the dispatch record and the ledgers are checked against it"},
     {"ledgers_missing", 4, U, "no /ledgers: dkb writes the logical ledgers of every call it plans (unique K/V, visible K/V, Q/O, workspace round trip)"},
@@ -137,6 +145,7 @@ const struct ladder_reason ladder_reasons[] = {
     {"kernel_launches_not_positive", 5, I, "a kernel record has zero launches"},
     {"kernel_geometry_invalid", 5, U, "a kernel record lacks a positive grid and block"},
     {"required_kernel_not_observed", 5, U, "a kernel the selected plan requires was not observed with launches > 0"},
+    {"kernel_not_declared", 5, I, "a kernel launched in the call's range that the backend's plan did not declare"},
     {"producer_kernel_not_observed", 5, U, "no launched kernel is the chain's producer"},
     {"combine_kernel_not_observed", 5, U, "split_count > 1 but no launched kernel is the chain's combine kernel or a fused producer+combine kernel"},
     {"kernel_record_contradicts_trace", 5, I, "a kernel record (demangled name, launches in the range, grid, block, registers, shared bytes) is not what the trace artifact records for its symbol, or a kernel the trace saw launched in the range has no record"},
@@ -148,6 +157,8 @@ const struct ladder_reason ladder_reasons[] = {
     {"correctness_tolerance_not_frozen", 6, I, "atol or rtol (lse_atol, lse_rtol when both record them) differs from the tolerances frozen in the call key (call_key.tolerances)"},
     {"correctness_result_missing", 6, U, "no pass/fail result"},
     {"correctness_failed", 6, U, "correctness did not pass: no timing counts as a measurement"},
+    {"conversion_missing", 6, U, "a backend that writes another LSE base or empty-row value than dkb's, with no record of the conversion its outputs were compared after"},
+    {"conversion_contradicts_conventions", 6, I, "the recorded conversion is not the one the backend's declared conventions call for"},
     {"correctness_output_missing", 6, U, "no output comparison"},
     {"correctness_output_empty", 6, I, "the output comparison compared no element"},
     {"correctness_lse_missing", 6, U, "no LSE comparison (or \"not_applicable\")"},
@@ -188,11 +199,12 @@ const char *const ladder_required_layers[] = {"cmd", "plan", "admission", "launc
 
 const char *const lad_terminals[] = {"complete", "cuda_runtime_unavailable", "no_gpu", "profiler_unavailable",
                                         "backend_rejected", "no_eligible_backend", "launch_failed",
-                                        "correctness_failed", "internal_error", NULL};
-static const int TERMINAL_CEILING[] = {6, 2, 2, 4, 4, 4, 4, 5, 6};
+                                        "correctness_failed", "internal_error", "timing_unavailable", NULL};
+/* timing_unavailable: a backend whose launch synchronizes cannot be timed behind a held stream */
+static const int TERMINAL_CEILING[] = {6, 2, 2, 4, 4, 4, 4, 5, 6, 5};
 /* What `dkb run` and `dkb bench` end with (-1: launch_failed, whose error decides). A level the machine
  * capped (no GPU, no CUPTI, no eligible backend) ends with 0: --require-level judges levels. */
-static const int TERMINAL_EXIT[] = {DKB_OK, DKB_OK, DKB_OK, DKB_OK, DKB_OK, DKB_OK, -1, DKB_FAIL, DKB_INTERNAL};
+static const int TERMINAL_EXIT[] = {DKB_OK, DKB_OK, DKB_OK, DKB_OK, DKB_OK, DKB_OK, -1, DKB_FAIL, DKB_INTERNAL, DKB_OK};
 _Static_assert(sizeof TERMINAL_CEILING == sizeof TERMINAL_EXIT && sizeof TERMINAL_EXIT / sizeof(int) + 1 == sizeof lad_terminals / sizeof *lad_terminals,
                "one ceiling and one exit code per terminal");
 

@@ -43,12 +43,17 @@ static int plan_one_pass(const json_t *plan) {
   return combine && !strncmp(combine, "none", 4);
 }
 
-/* The dispatch record's split_count and workspace_bytes are the plan record's. */
+/* The dispatch record's split_count and workspace_bytes are the plan record's (dkb's planner's fields:
+ * a plugin's plan document has its own, and its workspaces are checked against /dispatch/backend). A
+ * bundle that records the backend's workspaces takes workspace_bytes from them (ladder_backend.c): what
+ * dkb allocates for the launches, where the plan record counts the split states' bytes wherever they live
+ * (a cluster plan's stay in shared memory; the naive backend's scores are a workspace its one-pass plan
+ * record does not count). */
 static void call_plan(struct lctx *c, const json_t *d, const json_t *plan) {
   const long long split = plan_int(d, "split_count"), ws = plan_int(d, "workspace_bytes");
   const long long slots = plan_int(plan, "max_slots_per_request"), pws = plan_int(plan, "workspace_bytes");
-  const int one = plan_one_pass(plan);
-  const long long want_split = one ? 1 : slots, want_ws = one ? 0 : pws;
+  const int one = plan_one_pass(plan), recorded = lad_backend(c) != NULL;
+  const long long want_split = one ? 1 : slots, want_ws = recorded ? -1 : one ? 0 : pws;
   if (split >= 0 && want_split >= 0 && split != want_split)
     lad_finding(c, "dispatch_contradicts_plan", "/dispatch/split_count", "split_count %lld, the plan record gives %lld (%s)",
                 split, want_split, one ? "its combine is none: one pass" : "max_slots_per_request");
@@ -98,7 +103,10 @@ static void call_ledgers(struct lctx *c, const json_t *ck, const json_t *plan) {
   if (visible >= 0)
     ledger_is(c, ledgers, "visible_kv_bytes", call_key_kv_bytes(visible, z.h_kv, z.d_qk, z.d_v, z.e_kv),
               "/dispatch/plan/visible_keys");
-  if (ws >= 0 && json_is_boolean(direct))
+  const json_t *dws = json_object_get(json_object_get(c->b, "dispatch"), "workspace_bytes");
+  if (lad_backend(c) && json_is_integer(dws))  /* what the backend's launches write and read back once */
+    ledger_is(c, ledgers, "workspace_round_trip_bytes", 2 * (int64_t)json_integer_value(dws), "/dispatch/workspace_bytes");
+  else if (ws >= 0 && json_is_boolean(direct))
     ledger_is(c, ledgers, "workspace_round_trip_bytes", json_is_true(direct) ? 0 : 2 * (int64_t)ws, "/dispatch/plan/workspace_bytes");
 }
 

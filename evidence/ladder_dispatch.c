@@ -235,7 +235,7 @@ static void check_plan(struct lctx *c, const json_t *d, const json_t *ck, const 
 void lad_level4_dispatch(struct lctx *c) {
   static const char *const opt[] = {"call_key", "call_key_sha256", "request", "candidates", "outcome", "selected",
                                     "split_count", "workspace_bytes", "plan_key", "plan_key_sha256",
-                                    "required_kernels", "diagnostic", "plan", NULL};
+                                    "required_kernels", "diagnostic", "plan", "backend", NULL};
   const json_t *d = lad_member(c, c->b, "", "dispatch", JSON_OBJECT);
   if (!d) { lad_finding(c, "dispatch_missing", "/dispatch", "no dispatch record"); return; }
   if (lad_keys(c, d, "/dispatch", NULL, opt)) return;
@@ -253,4 +253,5 @@ void lad_level4_dispatch(struct lctx *c) {
   check_plan(c, d, ck, &s);
   lad_level4_admission(c, d, diag);
   lad_level4_call(c, d);
+  lad_level4_backend(c, d);
 }

@@ -46,13 +46,18 @@ static int kernel_is(const json_t *k, const char *name) {
   return !strcmp(base, name) || !strcmp(lad_unqualified(base), lad_unqualified(name));
 }
 
-static int kernel_launched(const json_t *kernels, const char *name) {
+/* prefix: name is a prefix of the symbol (a closed-source library's generated kernels: a binary node). */
+static int kernel_launched_as(const json_t *kernels, const char *name, int prefix) {
   for (size_t i = 0; i < json_array_size(kernels); i++) {
     const json_t *k = json_array_get(kernels, i);
-    if (json_integer_value(json_object_get(k, "launches")) > 0 && kernel_is(k, name)) return 1;
+    const char *sym = json_string_value(json_object_get(k, "symbol"));
+    if (json_integer_value(json_object_get(k, "launches")) < 1) continue;
+    if (prefix ? sym && !strncmp(sym, name, strlen(name)) : kernel_is(k, name)) return 1;
   }
   return 0;
 }
+
+static int kernel_launched(const json_t *kernels, const char *name) { return kernel_launched_as(kernels, name, 0); }
 
 /* 1 when some chain node of `layer` has its symbol launched; -1 when the chain has no such node. */
 static int layer_launched(struct lctx *c, const json_t *kernels, const char *layer) {
@@ -61,9 +66,10 @@ static int layer_launched(struct lctx *c, const json_t *kernels, const char *lay
   for (size_t i = 0; i < json_array_size(nodes); i++) {
     const json_t *nd = json_array_get(nodes, i);
     const char *l = json_string_value(json_object_get(nd, "layer")), *s = json_string_value(json_object_get(nd, "symbol"));
+    const char *root = json_string_value(json_object_get(nd, "root"));
     if (!l || strcmp(l, layer) || !s) continue;
     any = 1;
-    if (kernel_launched(kernels, s)) return 1;
+    if (kernel_launched_as(kernels, s, root && !strcmp(root, "binary"))) return 1;
   }
   return any ? 0 : -1;
 }
@@ -129,18 +135,77 @@ static int execution_kernel(struct lctx *c, const json_t *ks, size_t i) {
   return 0;
 }
 
+/* The declaration of the backend record's kernels that kernel record k is; NULL when none is. */
+static const json_t *declared(const json_t *decls, const json_t *k) {
+  const char *sym = json_string_value(json_object_get(k, "symbol")), *dem = json_string_value(json_object_get(k, "demangled"));
+  char base[512] = "";
+  if (dem) base_name(dem, base, sizeof base);
+  for (size_t i = 0; i < json_array_size(decls); i++)
+    if (lad_kernel_declared_match(json_array_get(decls, i), sym, dem ? base : NULL)) return json_array_get(decls, i);
+  return NULL;
+}
+
+/* 1 when a launched kernel is declared with one of the roles (NULL-terminated). */
+static int role_launched(const json_t *decls, const json_t *ks, const char *const *roles) {
+  for (size_t i = 0; i < json_array_size(ks); i++) {
+    const json_t *k = json_array_get(ks, i), *d = declared(decls, k);
+    const char *r = json_string_value(json_object_get(d, "role"));
+    if (!d || !r || json_integer_value(json_object_get(k, "launches")) < 1) continue;
+    for (int j = 0; roles[j]; j++)
+      if (!strcmp(r, roles[j])) return 1;
+  }
+  return 0;
+}
+
+/* With the backend's declarations (/dispatch/backend/kernels): each required one launched, matched as it
+ * says (exact symbol, function name, symbol prefix); every kernel launched in the range declared; and a
+ * split plan's merge launched (a combine or a fused kernel). */
+static void execution_declared(struct lctx *c, const json_t *ks, const json_t *decls) {
+  for (size_t i = 0; i < json_array_size(decls); i++) {
+    const json_t *d = json_array_get(decls, i);
+    if (!json_is_true(json_object_get(d, "required"))) continue;
+    int seen = 0;
+    for (size_t k = 0; k < json_array_size(ks) && !seen; k++) {
+      const json_t *kr = json_array_get(ks, k);
+      seen = json_integer_value(json_object_get(kr, "launches")) > 0 && declared(decls, kr) == d;
+    }
+    if (!seen) {
+      char q[DKB_PTR_MAX];
+      jr_ptr_idx(q, "/dispatch/backend/kernels", i);
+      lad_finding(c, "required_kernel_not_observed", q, "'%s' (matched by %s) is required by the plan but not observed with launches > 0",
+                  json_string_value(json_object_get(d, "name")), json_string_value(json_object_get(d, "match")));
+    }
+  }
+  for (size_t k = 0; k < json_array_size(ks); k++)
+    if (!declared(decls, json_array_get(ks, k))) {
+      char q[DKB_PTR_MAX];
+      jr_ptr_idx(q, "/execution/kernels", k);
+      lad_finding(c, "kernel_not_declared", q, "'%s' ran in the call's range, and the backend's plan declares no such kernel",
+                  json_string_value(json_object_get(json_array_get(ks, k), "symbol")));
+    }
+  static const char *const merges[] = {"combine", "fused", NULL};
+  if (c->split_count > 1 && !role_launched(decls, ks, merges))
+    lad_finding(c, "combine_kernel_not_observed", "/execution/kernels",
+                "split_count %lld but no launched kernel is one the backend declares as its combine or fused kernel", c->split_count);
+}
+
 /* Every kernel the selected plan requires launched; the chain's producer, and for a split plan its merge. */
 static void execution_required(struct lctx *c, const json_t *ks) {
-  const json_t *rk = json_object_get(json_object_get(c->b, "dispatch"), "required_kernels");
-  if (c->outcome && !strcmp(c->outcome, "selected"))
-    for (size_t i = 0; json_is_array(rk) && i < json_array_size(rk); i++) {
-      const char *name = json_string_value(json_array_get(rk, i));
-      if (name && !kernel_launched(ks, name)) {
-        char q[DKB_PTR_MAX];
-        jr_ptr_idx(q, "/dispatch/required_kernels", i);
-        lad_finding(c, "required_kernel_not_observed", q, "'%s' is required by the plan but not observed with launches > 0", name);
+  const json_t *decls = json_object_get(lad_backend(c), "kernels");
+  if (json_is_array(decls) && json_array_size(decls) && c->outcome && !strcmp(c->outcome, "selected")) {
+    execution_declared(c, ks, decls);
+  } else {
+    const json_t *rk = json_object_get(json_object_get(c->b, "dispatch"), "required_kernels");
+    if (c->outcome && !strcmp(c->outcome, "selected"))
+      for (size_t i = 0; json_is_array(rk) && i < json_array_size(rk); i++) {
+        const char *name = json_string_value(json_array_get(rk, i));
+        if (name && !kernel_launched(ks, name)) {
+          char q[DKB_PTR_MAX];
+          jr_ptr_idx(q, "/dispatch/required_kernels", i);
+          lad_finding(c, "required_kernel_not_observed", q, "'%s' is required by the plan but not observed with launches > 0", name);
+        }
       }
-    }
+  }
   /* A fused kernel (layer "producer+combine": its last CTA per group merges the slots, 0x03C) proves both. */
   const int fused = layer_launched(c, ks, "producer+combine") == 1;
   if (layer_launched(c, ks, "producer") == 0 && !fused)

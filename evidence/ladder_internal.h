@@ -117,4 +117,17 @@ void lad_level5_execution(struct lctx *c);             /* ladder_execution.c */
 void lad_level5_trace(struct lctx *c, const json_t *x, const struct art *tr);
 void lad_level6_measurement(struct lctx *c);           /* ladder_measurement.c */
 
+/* ---- the backend that ran the call (ladder_backend.c) --------------------------------------------- */
+/* /dispatch/backend, or NULL. */
+const json_t *lad_backend(const struct lctx *c);
+/* Level 3: the plugin's library in the loader map (map may be NULL), its manifest and build report; every
+ * closed-source library the chain names loaded with its listed hash. */
+void lad_level3_backend(struct lctx *c, const json_t *ld, const json_t *map);
+/* Level 4: /dispatch/backend against the dispatch record d. */
+void lad_level4_backend(struct lctx *c, const json_t *d);
+/* 1 when the declared kernel decl ({name, match}) is the kernel of this symbol and base function name. */
+int lad_kernel_declared_match(const json_t *decl, const char *symbol, const char *base);
+/* Level 6: the conversion of a backend's LSE base and empty rows, in the correctness record cr. */
+void lad_level6_conversion(struct lctx *c, const json_t *cr);
+
 #endif

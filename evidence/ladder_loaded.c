@@ -9,7 +9,7 @@
 
 #include "lib/sha256.h"
 
-static const char *const ROLES[] = {"dkb", "cudart", "cupti", "cuda", "nvperf", "nvml", "other", NULL};
+static const char *const ROLES[] = {"dkb", "cudart", "cupti", "cuda", "nvperf", "nvml", "plugin", "other", NULL};
 enum { ROLE_DKB, ROLE_CUDART, ROLE_CUPTI, ROLE_CUDA };
 
 /* 1 when the loader map lists path with sha256 and, where it records the mapped file's size, that size
@@ -103,7 +103,8 @@ static int loaded_object(struct lctx *c, const json_t *objs, size_t i, const jso
   return 0;
 }
 
-/* The loader map and the objects it maps: the dkb executable, the CUDA runtime and driver among them. */
+/* The loader map and the objects it maps: the dkb executable, the CUDA runtime and driver among them; then
+ * the backend's binaries against the same map. */
 static void loaded_objects(struct lctx *c, const json_t *ld) {
   struct art *map = lad_ref(c, ld, "/loaded", "loader_map", "loader_map_missing", "loader map");
   json_t *mapdoc = lad_art_json(c, map);
@@ -113,10 +114,11 @@ static void loaded_objects(struct lctx *c, const json_t *ld) {
     mapdoc = NULL;
   }
   const json_t *objs = lad_member(c, ld, "/loaded", "objects", JSON_ARRAY);
-  int roles[8] = {0};
+  int roles[9] = {0};
   if (!objs || !json_array_size(objs)) lad_finding(c, "loaded_objects_missing", "/loaded/objects", "no loaded object listed");
   for (size_t i = 0; objs && i < json_array_size(objs) && !c->bad; i++)
     if (loaded_object(c, objs, i, mapdoc, map ? map->name : NULL, roles)) break;
+  if (!c->bad) lad_level3_backend(c, ld, mapdoc);
   json_decref(mapdoc);
   c->has_cupti = roles[ROLE_CUPTI] > 0;
   if (objs && json_array_size(objs) && !c->bad) {
@@ -141,7 +143,7 @@ static void loaded_build_report(struct lctx *c, const json_t *ld) {
 }
 
 void lad_level3_loaded(struct lctx *c) {
-  static const char *const opt[] = {"loader_map", "objects", "build_report", "device", "kernel_binaries", NULL};
+  static const char *const opt[] = {"loader_map", "objects", "build_report", "device", "kernel_binaries", "plugin", NULL};
   static const char *const kreq[] = {"symbol", "binary_version", "ptx_version", NULL};
   const json_t *ld = lad_member(c, c->b, "", "loaded", JSON_OBJECT);
   if (!ld) { lad_finding(c, "loaded_missing", "/loaded", "no loaded-artifact closure"); return; }

@@ -74,13 +74,14 @@ static void correctness_tolerances(struct lctx *c, const json_t *cr) {
 
 static void level6_correctness(struct lctx *c, const json_t *m) {
   static const char *const opt[] = {"reference", "passed", "atol", "rtol", "output", "lse", "cache", "lse_atol",
-                                    "lse_rtol", "cache_rule", NULL};
+                                    "lse_rtol", "cache_rule", "conversion", NULL};
   const char *p = "/measurement/correctness";
   const json_t *cr = lad_member(c, m, "/measurement", "correctness", JSON_OBJECT);
   if (!cr) { lad_finding(c, "correctness_missing", p, "no comparison against the float64 oracle"); return; }
   if (lad_keys(c, cr, p, NULL, opt)) return;
   if (!lad_str(c, cr, p, "reference", 0)) lad_finding(c, "correctness_reference_missing", "/measurement/correctness/reference", "no reference named");
   correctness_tolerances(c, cr);
+  lad_level6_conversion(c, cr);
   const char *rule;
   LAD_READ(c, jr_str, cr, p, "cache_rule", &rule);
   const json_t *passed = lad_member(c, cr, p, "passed", JSON_TRUE);

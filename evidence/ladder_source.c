@@ -78,10 +78,17 @@ static void source_spans(struct lctx *c, const json_t *file, const char *fp, con
   }
 }
 
-/* Checks one source file against the checkout at --source-root. */
+/* Checks one source file against the checkout at --source-root: a repository file under the root, a plugin's
+ * upstream file under the folder its package was unpacked to (/source/plugin/upstream/dir, relative to the
+ * root). A closed-source library (root "binary") is identified by the loader map instead (level 3). */
 static void source_rehash(struct lctx *c, const json_t *file, const char *fp, const char *path, const char *sha) {
   char full[4096], q[DKB_PTR_MAX];
-  snprintf(full, sizeof full, "%s/%s", c->o->source_root, path);
+  const char *root = json_string_value(json_object_get(file, "root"));
+  if (root && !strcmp(root, "binary")) return;
+  const char *up = json_string_value(
+      json_object_get(json_object_get(json_object_get(json_object_get(c->b, "source"), "plugin"), "upstream"), "dir"));
+  if (root && !strcmp(root, "upstream")) snprintf(full, sizeof full, "%s/%s/%s", c->o->source_root, up ? up : "?", path);
+  else snprintf(full, sizeof full, "%s/%s", c->o->source_root, path);
   FILE *f = fopen(full, "rb");
   if (!f) {
     jr_ptr_key(q, fp, "path");
@@ -156,7 +163,8 @@ static int source_symbol(struct lctx *c, const json_t *syms, size_t j, const cha
     jr_ptr_key(rp, sp, "role");
     lad_finding(c, "source_symbol_role_missing", rp, "no role for '%s'", name);
   }
-  if (!lines) lad_finding(c, "source_symbol_lines_missing", q, "no line span for '%s'", name);
+  if (!lines && !(role && !strcmp(role, "binary")))  /* a closed-source library's symbol has no source lines */
+    lad_finding(c, "source_symbol_lines_missing", q, "no line span for '%s'", name);
   else {
     long long a = json_integer_value(json_array_get(lines, 0)), z = json_integer_value(json_array_get(lines, 1));
     if (a < 1 || z < a) lad_finding(c, "source_symbol_lines_invalid", q, "[%lld, %lld] is not a span with 1 <= first <= last", a, z);
@@ -168,7 +176,8 @@ static int source_symbol(struct lctx *c, const json_t *syms, size_t j, const cha
  * --source-root). -1 when the bundle is malformed. */
 static int source_file(struct lctx *c, const json_t *files, size_t i) {
   static const char *const req[] = {"path", NULL};
-  static const char *const opt[] = {"sha256", "symbols", NULL};
+  static const char *const opt[] = {"sha256", "symbols", "root", "record_sha256", "included", NULL};
+  static const char *const ROOTS[] = {"upstream", "binary", NULL};
   char fp[DKB_PTR_MAX], q[DKB_PTR_MAX];
   jr_ptr_idx(fp, "/source/files", i);
   const json_t *f = json_array_get(files, i);
@@ -176,7 +185,16 @@ static int source_file(struct lctx *c, const json_t *files, size_t i) {
   const char *path = lad_str(c, f, fp, "path", 1);
   const char *sha = lad_str(c, f, fp, "sha256", 0);
   const json_t *syms = lad_member(c, f, fp, "symbols", JSON_ARRAY);
+  int root = -1;
+  LAD_READ(c, jr_enum, f, fp, "root", ROOTS, &root);
+  const char *record = lad_str(c, f, fp, "record_sha256", 0);
+  /* a file the compiler read that defines no chain symbol (a header of the kernels, an upstream header) */
+  const int included = json_is_true(lad_member(c, f, fp, "included", JSON_TRUE));
   if (c->bad) return -1;
+  if (root == 0 && sha && (!record || strcmp(record, sha))) {  /* an upstream file is the one its package's RECORD lists */
+    jr_ptr_key(q, fp, "record_sha256");
+    lad_finding(c, "source_file_record_mismatch", q, "'%s' has SHA-256 %s, its package's RECORD %s", path, sha, record ? record : "none");
+  }
   int path_ok = repo_relative(path);
   jr_ptr_key(q, fp, "path");
   if (!path_ok) lad_finding(c, "source_file_path_invalid", q, "'%s' is not a repository-relative path", path);
@@ -188,9 +206,9 @@ static int source_file(struct lctx *c, const json_t *files, size_t i) {
   jr_ptr_key(q, fp, "sha256");
   if (!sha) lad_finding(c, "source_file_sha256_missing", q, "no SHA-256 of '%s'", path);
   else if (!dkb_is_sha256_hex(sha)) lad_finding(c, "source_file_sha256_invalid", q, "'%s' is not 64 lower-case hex digits", sha);
-  if (!syms || !json_array_size(syms)) {
+  if ((!syms || !json_array_size(syms)) && !included) {
     jr_ptr_key(q, fp, "symbols");
-    lad_finding(c, "source_symbols_missing", q, "no symbol named in '%s'", path);
+    lad_finding(c, "source_symbols_missing", q, "no symbol named in '%s', which is not marked as included by the chain's code", path);
   }
   for (size_t j = 0; syms && j < json_array_size(syms) && !c->bad; j++)
     if (source_symbol(c, syms, j, fp)) return -1;
@@ -199,10 +217,13 @@ static int source_file(struct lctx *c, const json_t *files, size_t i) {
 }
 
 void lad_level1_source(struct lctx *c) {
-  static const char *const opt[] = {"commit", "dirty", "files", NULL};
+  static const char *const opt[] = {"commit", "dirty", "files", "plugin", NULL};
+  static const char *const popt[] = {"commit", "dirty", "upstream", NULL};
   const json_t *s = lad_member(c, c->b, "", "source", JSON_OBJECT);
   if (!s) { lad_finding(c, "source_missing", "/source", "no source section: the kernel and chain sources are not identified"); return; }
   if (lad_keys(c, s, "/source", NULL, opt)) return;
+  const json_t *pl = lad_member(c, s, "/source", "plugin", JSON_OBJECT);  /* a plugin's build, beside dkb's */
+  if (pl && lad_keys(c, pl, "/source/plugin", NULL, popt)) return;
   source_commit(c, s);
   const json_t *files = lad_member(c, s, "/source", "files", JSON_ARRAY);
   if (!files || !json_array_size(files)) {
@@ -265,7 +286,7 @@ static const char *node_field(const struct chain *g, size_t i, const char *key) 
 /* Each node once, sourced at level 1. */
 static void chain_nodes(struct lctx *c, const struct chain *g) {
   static const char *const req[] = {"id", "layer", NULL};
-  static const char *const opt[] = {"path", "symbol", NULL};
+  static const char *const opt[] = {"path", "symbol", "root", NULL};
   for (size_t i = 0; i < g->nn && !c->bad; i++) {
     char np[DKB_PTR_MAX], q[DKB_PTR_MAX];
     jr_ptr_idx(np, "/chain/nodes", i);
@@ -327,8 +348,10 @@ static void chain_layers(struct lctx *c, const struct chain *g, const json_t *la
       seen_before |= !strcmp(prev, layer);
     }
     if (seen_before) continue;
-    int present = 0;
-    for (size_t i = 0; i < g->nn; i++) present |= !strcmp(node_field(g, i, "layer"), layer);
+    int present = 0;  /* a kernel that writes O itself (producer+combine) is both layers' */
+    for (size_t i = 0; i < g->nn; i++)
+      present |= !strcmp(node_field(g, i, "layer"), layer) ||
+                 ((!strcmp(layer, "producer") || !strcmp(layer, "combine")) && !strcmp(node_field(g, i, "layer"), "producer+combine"));
     if (!present && g->nn) lad_finding(c, "chain_layer_missing", "/chain/nodes", "no node of required layer '%s'", layer);
   }
 }

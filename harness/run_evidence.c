@@ -338,21 +338,45 @@ void run_evidence_counters(json_t *meas, const struct dkb_counters *cn, int cold
 
 /* ---- levels 1-2: source and chain ----------------------------------------------------------------- */
 
+/* 1 when symbol of path is a node scoped "builtin" of the manifest's chain. */
+static int builtin_symbol(const json_t *m, const char *path, const char *symbol) {
+  size_t i;
+  json_t *n;
+  json_array_foreach(json_object_get(json_object_get(m, "chain"), "nodes"), i, n) {
+    const char *scope = json_string_value(json_object_get(n, "scope"));
+    if (scope && !strcmp(scope, "builtin") && !strcmp(json_string_value(json_object_get(n, "symbol")), symbol) &&
+        !strcmp(json_string_value(json_object_get(n, "path")), path))
+      return 1;
+  }
+  return 0;
+}
+
 /* Appends a manifest's files (with their symbols) and chain to the bundle's arrays; drop_builtin leaves
- * out the nodes scoped "builtin" (dkb's own backends) and the edges that touch them. */
+ * out the nodes scoped "builtin" (dkb's own backends), the edges that touch them and the files that hold
+ * only them. A file that defines no chain symbol is one the chain's code includes ("included"). */
 static void merge_manifest(const json_t *m, json_t *files, json_t *nodes, json_t *edges, int drop_builtin) {
   size_t i, k;
   json_t *f, *s;
   json_array_foreach(json_object_get(m, "files"), i, f) {
     json_t *syms = json_array();
+    int dropped = 0;
     json_array_foreach(json_object_get(m, "symbols"), k, s) {
       if (strcmp(json_string_value(json_object_get(s, "path")), json_string_value(json_object_get(f, "path")))) continue;
+      if (drop_builtin && builtin_symbol(m, json_string_value(json_object_get(s, "path")), json_string_value(json_object_get(s, "symbol")))) {
+        dropped++;
+        continue;
+      }
       json_t *sym = json_pack("{s:O,s:O}", "name", json_object_get(s, "symbol"), "role", json_object_get(s, "kind"));
       if (json_object_get(s, "span")) json_object_set(sym, "lines", json_object_get(s, "span"));
       json_array_append_new(syms, sym);
     }
+    if (dropped && !json_array_size(syms)) {  /* a file of dkb's own backends only: not this call's source */
+      json_decref(syms);
+      continue;
+    }
     json_t *fo = json_pack("{s:O,s:O,s:o}", "path", json_object_get(f, "path"), "sha256", json_object_get(f, "sha256"),
                            "symbols", syms);
+    if (!json_array_size(syms)) json_object_set_new(fo, "included", json_true());
     const char *root = json_string_value(json_object_get(f, "root"));
     if (root && strcmp(root, "repo")) json_object_set_new(fo, "root", json_string(root));
     if (json_object_get(f, "record_sha256")) json_object_set(fo, "record_sha256", json_object_get(f, "record_sha256"));

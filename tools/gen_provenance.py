@@ -309,11 +309,26 @@ def load_spec(path):
     return spec
 
 
-def source_manifest(spec_path):
+def repo_deps(dep_files):
+    """The repository files (outside build/) that make-style .d files list, in order."""
+    repo = os.path.realpath(".")
+    out = []
+    for f in dep_files or []:
+        for d in read_deps(f):
+            r = os.path.realpath(d)
+            rel = os.path.relpath(r, repo)
+            if r.startswith(repo + os.sep) and not rel.startswith("build" + os.sep) and rel not in out:
+                out.append(rel)
+    return out
+
+
+def source_manifest(spec_path, deps=None):
+    """deps: .d files of the chain's compiled units; every repository file they list is hashed too (the
+    kernels' headers): a file that defines no chain symbol is one the chain's code includes."""
     spec = load_spec(spec_path)
     nodes = spec["nodes"]
     paths = []
-    for p in [n["path"] for n in nodes] + spec.get("files", []):
+    for p in [n["path"] for n in nodes] + spec.get("files", []) + repo_deps(deps):
         if p not in paths:
             paths.append(p)
     for p in paths:
@@ -567,6 +582,7 @@ def main(argv):
     s.add_argument("--spec", required=True)
     s.add_argument("--out", required=True)
     s.add_argument("--json", help="also write the document itself (for tests)")
+    s.add_argument("--deps", nargs="*", help="the .d files of the chain's compiled units (their headers are hashed too)")
     g = sub.add_parser("plugin")
     for opt in ("spec", "compiler", "flags", "out"):
         g.add_argument("--" + opt, required=True)
@@ -586,7 +602,7 @@ def main(argv):
         if a.what == "build-report":
             write_if_changed(a.out, c_source("dkb_build_report_json", build_report(a), "build-report"))
         else:
-            doc = source_manifest(a.spec)
+            doc = source_manifest(a.spec, a.deps)
             write_if_changed(a.out, c_source("dkb_source_manifest_json", doc, "source-manifest --spec " + a.spec))
             if a.json:
                 write_if_changed(a.json, canonical(doc) + "\n")
