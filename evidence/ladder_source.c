@@ -176,7 +176,7 @@ static int source_symbol(struct lctx *c, const json_t *syms, size_t j, const cha
  * --source-root). -1 when the bundle is malformed. */
 static int source_file(struct lctx *c, const json_t *files, size_t i) {
   static const char *const req[] = {"path", NULL};
-  static const char *const opt[] = {"sha256", "symbols", "root", "record_sha256", "included", NULL};
+  static const char *const opt[] = {"sha256", "symbols", "root", "record_sha256", "built_sha256", "included", NULL};
   static const char *const ROOTS[] = {"upstream", "binary", NULL};
   char fp[DKB_PTR_MAX], q[DKB_PTR_MAX];
   jr_ptr_idx(fp, "/source/files", i);
@@ -188,6 +188,8 @@ static int source_file(struct lctx *c, const json_t *files, size_t i) {
   int root = -1;
   LAD_READ(c, jr_enum, f, fp, "root", ROOTS, &root);
   const char *record = lad_str(c, f, fp, "record_sha256", 0);
+  const char *built = lad_str(c, f, fp, "built_sha256", 0);  /* a binary's build-time hash (informative) */
+  if (built && !dkb_is_sha256_hex(built)) lad_malformed(c, fp, "built_sha256 '%s' is not 64 lower-case hex digits", built);
   /* a file the compiler read that defines no chain symbol (a header of the kernels, an upstream header) */
   const int included = json_is_true(lad_member(c, f, fp, "included", JSON_TRUE));
   if (c->bad) return -1;

@@ -451,6 +451,29 @@ int run_evidence_source(json_t *bundle, const struct backend_info *sel, struct d
 
 /* ---- level 3: what is loaded in this process ---------------------------------------------------- */
 
+/* A binary node's library is identified by what this process loaded, not by the copy the plugin was
+ * built against: cuDNN's engines on the GPU machine are often another build of the same release (a pip
+ * wheel's, a distribution's). Each /source/files entry of root "binary" takes the loaded object's hash;
+ * the build-time hash stays as built_sha256 when the two differ. A library not loaded keeps the build
+ * hash, and level 3 names it (source_binary_not_loaded). */
+static void binaries_as_loaded(json_t *bundle, const struct dkb_loadmap *lm) {
+  size_t i;
+  json_t *f;
+  json_array_foreach(json_object_get(json_object_get(bundle, "source"), "files"), i, f) {
+    const char *root = json_string_value(json_object_get(f, "root"));
+    const char *name = json_string_value(json_object_get(f, "path"));
+    if (!root || strcmp(root, "binary") || !name) continue;
+    for (size_t k = 0; k < lm->n; k++) {
+      const char *base = strrchr(lm->v[k].path, '/');
+      if (!base || strcmp(base + 1, name)) continue;
+      const char *built = json_string_value(json_object_get(f, "sha256"));
+      if (built && strcmp(built, lm->v[k].sha256)) json_object_set_new(f, "built_sha256", json_string(built));
+      json_object_set_new(f, "sha256", json_string(lm->v[k].sha256));
+      break;
+    }
+  }
+}
+
 int run_evidence_loaded(json_t *bundle, const char *dir, const struct dkb_device_info *dev,
                         const struct backend_info *sel, void *state, struct dkb_err *err) {
   struct dkb_loadmap lm;
@@ -462,6 +485,7 @@ int run_evidence_loaded(json_t *bundle, const char *dir, const struct dkb_device
   int rc = -1;
   if (dkb_loadmap_capture(&lm, err) || dkb_loadmap_artifact(&lm, &b, hex, err)) goto cleanup;
   if (bundle_add_artifact(bundle, dir, "loader-map", "json", b.p, b.n, &ref, err)) goto cleanup;
+  binaries_as_loaded(bundle, &lm);
   json_object_set_new(loaded, "loader_map", ref);
   json_t *objs = json_array();
   static const char *const ROLE[] = {"dkb", "cudart", "cupti", "cuda", "nvperf", "nvml", NULL};
