@@ -48,7 +48,7 @@ int check_dump(const char *dir, json_t **report, struct check_summary *s, struct
   s->passed = cr.passed;
   s->out_max_abs = cr.out.max_abs;
   s->out_max_ratio = cr.out.max_ratio;
-  s->lse_max_abs = cr.lse_max_abs;
+  s->lse_max_abs = cr.lse.max_abs;
   s->out_violations = (long long)cr.out.violations;
   s->nan = (long long)cr.out.nan_got;
   s->all_masked_rows = empty;

@@ -263,7 +263,8 @@ json_t *run_evidence_correctness(const struct run_check *k, struct run_check_res
     json_object_set_new(corr, "lse_atol", json_real(c->lse_atol));
     json_object_set_new(corr, "lse_rtol", json_real(c->lse_rtol));
     passed &= cl.pass;
-    out->lse_max_abs = cl.max_abs;
+    out->lse = cl;
+    out->has_lse = 1;
   } else {
     json_object_set_new(corr, "lse", json_string("not_applicable"));
   }
@@ -283,6 +284,8 @@ json_t *run_evidence_correctness(const struct run_check *k, struct run_check_res
     json_object_set_new(corr, "cache", cmp_json(&cc));
     json_object_set_new(corr, "cache_rule", json_string("bitwise: every K and V element equals the pre-call cache with the new rows written through the address translator"));
     passed &= cc.pass;
+    out->cache = cc;
+    out->has_cache = 1;
   } else {
     json_object_set_new(corr, "cache", json_string("not_applicable"));
   }
@@ -292,6 +295,22 @@ json_t *run_evidence_correctness(const struct run_check *k, struct run_check_res
   out->passed = passed;
   out->out = co;
   return corr;
+}
+
+void run_check_failure_text(const struct run_check_result *r, double atol, double rtol, double lse_atol, double lse_rtol,
+                            char *buf, size_t n) {
+  size_t at = 0;
+  buf[0] = '\0';
+#define PART(...) (at += (size_t)snprintf(buf + at, at < n ? n - at : 0, __VA_ARGS__), at = at < n ? at : n - 1)
+  if (!r->out.pass)
+    PART("O: %zu of %zu elements outside atol %.3g + rtol %.3g*|ref| (max |err| %.3g, %zu NaN)", r->out.violations,
+         r->out.n, atol, rtol, r->out.max_abs, r->out.nan_got);
+  if (r->has_lse && !r->lse.pass)
+    PART("%sLSE: %zu of %zu rows outside atol %.3g + rtol %.3g*|ref| (max |err| %.3g, %zu NaN)", at ? "; " : "",
+         r->lse.violations, r->lse.n, lse_atol, lse_rtol, r->lse.max_abs, r->lse.nan_got);
+  if (r->has_cache && !r->cache.pass)
+    PART("%scache: %zu of %zu K/V elements differ from the expected cache", at ? "; " : "", r->cache.violations, r->cache.n);
+#undef PART
 }
 
 /* ---- timing and counters ------------------------------------------------------------------------ */

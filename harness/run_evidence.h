@@ -55,13 +55,16 @@ struct run_check {
 };
 struct run_check_result {
   int passed;
-  struct dkb_cmp out;
-  double lse_max_abs;
+  struct dkb_cmp out, lse, cache;  /* lse, cache: compared when has_lse, has_cache */
+  int has_lse, has_cache;
 };
 /* /measurement/correctness: the one tolerance rule over O, LSE and the cache, and the conversions made
  * (a base-2 LSE times ln 2; a backend's empty-row value to O = 0, LSE = -inf where the oracle's row is
  * empty), counted. */
 json_t *run_evidence_correctness(const struct run_check *k, struct run_check_result *out);
+/* What failed, one clause per failing part ("O: 3 of 4096 elements outside ...; LSE: ..."), into buf. */
+void run_check_failure_text(const struct run_check_result *r, double atol, double rtol, double lse_atol, double lse_rtol,
+                            char *buf, size_t n);
 
 /* /measurement/timing from a timing pass (before/after: NVML samples or NULL; nvml_loaded: whether
  * libnvidia-ml.so.1 was found). NULL with err when the samples do not summarize. */

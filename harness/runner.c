@@ -297,15 +297,16 @@ static int stage_correctness(struct run *r, struct dkb_err *err) {
   res->out_max_abs = cr.out.max_abs;
   res->out_max_ratio = cr.out.max_ratio;
   res->out_violations = (long long)cr.out.violations;
-  res->lse_max_abs = cr.lse_max_abs;
-  progress(r, "correctness", "%s: max |err| %.3g (O), %zu violations", cr.passed ? "passed" : "FAILED", cr.out.max_abs,
-           cr.out.violations);
+  res->lse_max_abs = cr.lse.max_abs;
   if (!cr.passed) {
-    bundle_set_status(r->bundle, "correctness_failed", "correctness_failed",
-                      "O: %zu of %zu elements outside atol %.3g + rtol %.3g*|ref| (max |err| %.3g, %zu NaN)",
-                      cr.out.violations, cr.out.n, c->atol, c->rtol, cr.out.max_abs, cr.out.nan_got);
+    char why[512];
+    run_check_failure_text(&cr, c->atol, c->rtol, c->lse_atol, c->lse_rtol, why, sizeof why);
+    progress(r, "correctness", "FAILED: %s", why);
+    bundle_set_status(r->bundle, "correctness_failed", "correctness_failed", "%s", why);
     return STAGE_GRADE;
   }
+  if (cr.has_lse) progress(r, "correctness", "passed: max |err| %.3g (O), %.3g (LSE)", cr.out.max_abs, cr.lse.max_abs);
+  else progress(r, "correctness", "passed: max |err| %.3g (O)", cr.out.max_abs);
   return STAGE_NEXT;
 }
 
