@@ -216,27 +216,29 @@ static void add_ws(struct builtin_state *s, struct dkb_plan *plan, int which, co
   s->ws_index[which] = plan->n_workspaces++;
 }
 
-/* Bytes of the plan's item arrays packed in one region, each array 8-byte aligned. */
-static size_t items_layout(const struct decode_plan *pl, int B, size_t off[7]) {
-  const size_t n = (size_t)pl->n_items, sz[7] = {n * 4, n * 8, n * 8, n * 4, n * 8, n * 8, (size_t)(B + 1) * 4};
+/* Offsets of n arrays packed in one workspace, each at a 256-byte boundary: the kernels were written
+ * against separate cudaMalloc'ed arrays and load some of them as int4 (tile_pipe.cuh's FlashMask
+ * summaries), so every array keeps cudaMalloc's alignment. Returns the bytes. */
+static size_t regions(const size_t *sz, int n, size_t *off) {
   size_t at = 0;
-  for (int i = 0; i < 7; i++) {
+  for (int i = 0; i < n; i++) {
     off[i] = at;
-    at += (sz[i] + 7) & ~(size_t)7;
+    at += (sz[i] + 255) & ~(size_t)255;
   }
   return at;
+}
+
+/* The plan's item arrays in one workspace. */
+static size_t items_layout(const struct decode_plan *pl, int B, size_t off[7]) {
+  const size_t n = (size_t)pl->n_items, sz[7] = {n * 4, n * 8, n * 8, n * 4, n * 8, n * 8, (size_t)(B + 1) * 4};
+  return regions(sz, 7, off);
 }
 
 /* Bytes of the FlashMask arrays (col_indptr, the four interval vectors, the summaries and their indptr). */
 static size_t mask_layout(const struct decode_call *c, const struct decode_inputs *in, size_t off[7]) {
   const size_t ncol = (size_t)in->col_indptr[c->B], nsum = (size_t)in->fm_sum_indptr[c->B] * 8;
   const size_t sz[7] = {(size_t)(c->B + 1) * 8, ncol * 4, ncol * 4, ncol * 4, ncol * 4, nsum * 4, (size_t)(c->B + 1) * 8};
-  size_t at = 0;
-  for (int i = 0; i < 7; i++) {
-    off[i] = at;
-    at += (sz[i] + 7) & ~(size_t)7;
-  }
-  return at;
+  return regions(sz, 7, off);
 }
 
 static int builtin_plan(const struct dkb_backend *self, const struct dkb_call *call, struct dkb_plan *plan, void **state) {
