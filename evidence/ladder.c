@@ -112,7 +112,7 @@ const struct ladder_reason ladder_reasons[] = {
     {"outcome_contradicts_candidates", 4, I, "the outcome contradicts the request and the candidates' eligibility"},
     {"split_count_missing", 4, U, "a selected backend without a split count"},
     {"workspace_bytes_missing", 4, U, "a selected backend without workspace bytes"},
-    {"workspace_inconsistent", 4, I, "more than one split with an empty workspace"},
+    {"workspace_inconsistent", 4, I, "more than one split with no partial-state workspace and no fused producer+combine kernel declared"},
     {"plan_key_missing", 4, U, "a selected backend without a readable plan key"},
     {"plan_key_sha256_missing", 4, U, "no plan-key digest"},
     {"plan_key_sha256_mismatch", 4, I, "the plan-key digest does not recompute from the readable key"},

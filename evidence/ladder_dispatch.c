@@ -210,6 +210,17 @@ static void check_plan_key(struct lctx *c, const json_t *pk, const json_t *ck, c
     lad_finding(c, "plan_key_contradicts_dispatch", "/dispatch/plan_key/workspace_bytes", "plan key workspace_bytes differs from /dispatch/workspace_bytes %lld", *ws);
 }
 
+/* 1 when the backend declares a fused producer+combine kernel: its splits may merge on chip (a thread
+ * block cluster's distributed shared memory) and need no partial-state workspace. */
+static int declares_fused(const json_t *be) {
+  const json_t *ks = json_object_get(be, "kernels");
+  for (size_t i = 0; i < json_array_size(ks); i++) {
+    const char *role = json_string_value(json_object_get(json_array_get(ks, i), "role"));
+    if (role && !strcmp(role, "fused")) return 1;
+  }
+  return 0;
+}
+
 /* The selected backend's plan state: split count, workspace bytes, plan key, required kernels. */
 static void check_plan(struct lctx *c, const json_t *d, const json_t *ck, const struct selection *s) {
   long long split = 0, ws = 0;
@@ -222,8 +233,9 @@ static void check_plan(struct lctx *c, const json_t *d, const json_t *ck, const 
   int selected = s->oc == 0;
   if (selected && !have_split) lad_finding(c, "split_count_missing", "/dispatch/split_count", "no split count for the selected plan");
   if (selected && !have_ws) lad_finding(c, "workspace_bytes_missing", "/dispatch/workspace_bytes", "no workspace size for the selected plan");
-  if (have_split && have_ws && split > 1 && ws == 0)
-    lad_finding(c, "workspace_inconsistent", "/dispatch/workspace_bytes", "%lld splits need partial-state workspace, 0 bytes recorded", split);
+  if (have_split && have_ws && split > 1 && ws == 0 && !declares_fused(lad_backend(c)))
+    lad_finding(c, "workspace_inconsistent", "/dispatch/workspace_bytes",
+                "%lld splits need partial-state workspace or a fused producer+combine kernel: 0 bytes recorded, no fused kernel declared", split);
   if (selected && !pk) lad_finding(c, "plan_key_missing", "/dispatch/plan_key", "no readable plan key");
   if (selected || pk || json_object_get(d, "plan_key_sha256"))
     check_digest(c, d, pk, "plan_key_sha256", "plan_key_sha256_missing", "plan_key_sha256_mismatch", "plan key");
