@@ -85,7 +85,7 @@ SOURCES = [
                     "int cmd_run(int argc, char **argv) {\n  struct plan p;\n  plan_build(&p);\n"
                     "  registry_select(&p);\n  return decode_launch(&p);\n}\n")]),
     ("harness/plan.c", [("plan_build", "split bounds per request and workspace bytes of the (m, l, u) ABI",
-                         "int plan_build(struct plan *p) {\n  p->splits = 4;\n  p->workspace_bytes = 199680;\n"
+                         "int plan_build(struct plan *p) {\n  p->splits = 4;\n  p->workspace_bytes = 200064;\n"
                          "  return 0;\n}\n")]),
     ("harness/registry.c", [("registry_select", "admission of every backend, forced fails closed, auto = first eligible",
                              "int registry_select(struct plan *p) {\n  for (int b = 0; b < NBACKENDS; b++)\n"
@@ -188,7 +188,8 @@ DTYPE_BYTES = {"fp16": 2, "bf16": 2, "fp32": 4}
 
 def ledgers_of(b):
     """The logical ledgers dkb writes (harness/runner.c), from the call key and the plan record."""
-    ck, plan = b["dispatch"]["call_key"], b["dispatch"].get("plan")
+    d = b["dispatch"]
+    ck, plan = d["call_key"], d.get("plan")
     e_kv, e_q, e_o = (DTYPE_BYTES[ck[k]] for k in ("kv_dtype", "q_dtype", "o_dtype"))
     width = ck["d_qk"] + ck["d_v"]
     led = {"kind": "logical ledgers (article 0x03F), not measured DRAM traffic",
@@ -196,7 +197,10 @@ def ledgers_of(b):
            "q_o_bytes": ck["B"] * ck["S_q"] * ck["H_q"] * (ck["d_qk"] * e_q + ck["d_v"] * e_o)}
     if plan:
         led["visible_kv_bytes"] = plan["visible_keys"] * ck["H_kv"] * width * e_kv
-        led["workspace_round_trip_bytes"] = 0 if plan["direct"] else 2 * plan["workspace_bytes"]
+        if "backend" in d:  # what the backend's launches write and read back once
+            led["workspace_round_trip_bytes"] = 2 * d["workspace_bytes"]
+        else:
+            led["workspace_round_trip_bytes"] = 0 if plan["direct"] else 2 * plan["workspace_bytes"]
     return led
 
 
@@ -321,20 +325,68 @@ COMBINE = "_Z23decode_split_kv_combineILi128EEvPKfS1_P6__halfi"
 
 
 FUSED = "_Z21decode_split_kv_fusedILi128EEvPK6__halfS2_S2_PfPiPS0_i"
+SPLIT_KV_ROLES = {PRODUCER: "producer", COMBINE: "combine", FUSED: "fused"}
+
+
+def split_kv_workspaces(ck, slots, items, fused=False):
+    """The workspaces harness/builtin.c's plan declares for dkb_split_kv: the plan's item arrays (seven,
+    each 8-byte aligned, written by setup), the (m, l, u) split states and their validity bytes (scratch,
+    NaN-poisoned before each checked launch) and, for a fused plan, one arrival counter per (request,
+    K/V head), zeroed once."""
+    n, B = items, ck["B"]
+    rows = sum(slots) * ck["H_q"] * ck["S_q"]
+    ws = [{"name": "plan_items", "kind": "persistent",
+           "bytes": sum((x + 7) // 8 * 8 for x in (n * 4, n * 8, n * 8, n * 4, n * 8, n * 8, (B + 1) * 4))},
+          {"name": "state_u", "kind": "scratch", "bytes": rows * ck["d_v"] * 4},
+          {"name": "state_m", "kind": "scratch", "bytes": rows * 4},
+          {"name": "state_l", "kind": "scratch", "bytes": rows * 4},
+          {"name": "state_valid", "kind": "scratch", "bytes": rows}]
+    if fused:
+        ws.append({"name": "combine_count", "kind": "zero_first", "bytes": B * ck["H_kv"] * 4})
+    return ws
+
+
+def launched_bytes(workspaces):
+    """workspace_bytes as dkb records it (run_evidence_workspace_bytes): what the launches write."""
+    return sum(w["bytes"] for w in workspaces if w["kind"] != "persistent")
+
+
+def split_kv_backend(work_items, workspaces, symbols):
+    """/dispatch/backend as harness/run_evidence.c writes it for dkb_split_kv: source builtin, the kernels
+    its launch runs declared by exact symbol and required, dkb's own conventions, a launch that only
+    enqueues."""
+    return {"name": "dkb_split_kv", "version": "0.1.0", "source": "builtin", "work_items": work_items,
+            "workspaces": workspaces,
+            "kernels": [{"name": s, "role": SPLIT_KV_ROLES[s], "match": "symbol", "required": True} for s in symbols],
+            "conventions": {"lse_base": "natural", "empty_row": "zero_neginf"}, "launch_flags": []}
+
+
+def required_of(backend):
+    """/dispatch/required_kernels as dkb writes it: the declared kernels marked required, in order."""
+    return [k["name"] for k in backend["kernels"] if k["required"]]
+
+
+def set_workspace_bytes(b, n):
+    """The dispatch record, the plan key and the plan record agree on n workspace bytes."""
+    d = b["dispatch"]
+    d["workspace_bytes"] = d["plan_key"]["workspace_bytes"] = d["plan"]["workspace_bytes"] = n
 
 
 def fused_bundle(g, base, launched):
     """The base call run by a fused producer+combine kernel (0x03C) declared in the chain; `launched` is
-    what CUPTI saw."""
+    what CUPTI saw, and what the plan declares (with a fused plan's arrival counters)."""
     b = copy.deepcopy(base)
     b["execution"]["kernels"] = launched
-    retrace(g, b)
     b["chain"]["nodes"].append({"id": "decode_split_kv_fused", "layer": "producer+combine",
                                 "path": "kernels/decode_split_kv.cu", "symbol": "decode_split_kv_fused"})
     b["chain"]["edges"].append(["decode_launch", "decode_split_kv_fused"])
-    b["dispatch"]["required_kernels"] = [k["demangled"].split("<")[0].split()[-1] for k in launched]
+    d = b["dispatch"]
+    ws = split_kv_workspaces(d["call_key"], d["plan"]["slots_per_request"], d["plan"]["items"], fused=True)
+    d["backend"] = split_kv_backend(d["plan"]["items"], ws, [k["symbol"] for k in launched])
+    d["required_kernels"] = required_of(d["backend"])
+    set_workspace_bytes(b, launched_bytes(ws))
     b["loaded"]["kernel_binaries"] = [{"symbol": k["symbol"], "binary_version": 90, "ptx_version": 90} for k in launched]
-    refresh(b)
+    refresh(b, g)
     return b
 
 
@@ -374,11 +426,14 @@ def base_bundle(g, files):
         {"symbol": COMBINE, "demangled": "void decode_split_kv_combine<128>(float const*, float const*, __half*, int)",
          "launches": 1, "grid": [1, 32, 3], "block": [128, 1, 1], "registers": 40, "shared_bytes": 0},
     ]
-    # the plan record (harness/plan.c's plan_json): 4 slots per request, merged by the combine kernel
+    # the plan record (harness/plan.c's plan_json): 4 slots per request, merged by the combine kernel; its
+    # workspace bytes are the split states' (521 bytes a row in the (m, l, u) ABI), those the backend declares
+    workspaces = split_kv_workspaces(call_key, [4, 4, 4], 12)
+    ws_bytes = launched_bytes(workspaces)
     plan = {"policy": "fixed", "splits": 4, "capacity": 4, "max_slots_per_request": 4, "direct": False,
             "slots_per_request": [4, 4, 4], "items": 12,
             "item_table": [[b, s * n // 4, (s + 1) * n // 4, 4 * b + s] for b, n in enumerate([9, 257, 1000]) for s in range(4)],
-            "item_table_truncated": False, "workspace_bytes": 199680, "tiles": {"SKIP": 0, "FULL": 18, "PARTIAL": 3},
+            "item_table_truncated": False, "workspace_bytes": ws_bytes, "tiles": {"SKIP": 0, "FULL": 18, "PARTIAL": 3},
             "visible_keys": 1266, "combine": "kernel", "cluster_ctas": 0, "workspace_memory": "global"}
     rng = random.Random(20261130)
     samples = [round(rng.gauss(12.5, 0.15), 3) for _ in range(40)]
@@ -412,12 +467,12 @@ def base_bundle(g, files):
                                 {"symbol": COMBINE, "binary_version": 90, "ptx_version": 90}]},
         "dispatch": {
             "call_key": call_key, "request": "auto", "candidates": candidates, "outcome": "selected",
-            "selected": "dkb_split_kv", "split_count": 4, "workspace_bytes": 199680,
+            "selected": "dkb_split_kv", "split_count": 4, "workspace_bytes": ws_bytes,
             "plan_key": {"backend": "dkb_split_kv", "H_q": 32, "H_kv": 8, "d_qk": 128, "d_v": 128,
                          "q_dtype": "fp16", "kv_dtype": "fp16", "cache_layout": "paged_nhd", "page_size": 16,
-                         "graph_mode": False, "split_count": 4, "workspace_bytes": 199680},
-            "required_kernels": ["decode_split_kv_producer", "decode_split_kv_combine"],
-            "plan": plan},
+                         "graph_mode": False, "split_count": 4, "workspace_bytes": ws_bytes},
+            "required_kernels": [PRODUCER, COMBINE],
+            "plan": plan, "backend": split_kv_backend(12, workspaces, [PRODUCER, COMBINE])},
         "execution": {
             "nvtx_range": "", "external_correlation_id": 1,
             "kernels": kernels, "dropped_records": 0, "profiler": {"name": "CUPTI", "version": "130001"}},
@@ -477,6 +532,10 @@ ABOVE = {2: [(3, "loaded_missing", "/loaded"), (4, "dispatch_missing", "/dispatc
 ABOVE[3] = ABOVE[2][1:]
 ABOVE[4] = ABOVE[2][2:]
 ABOVE[5] = ABOVE[2][3:]
+
+# A split plan whose merge did not run fails two requirements of one id and pointer: no launched kernel
+# is one the backend declares as its combine or fused kernel, none is the chain's combine node.
+NO_MERGE = [(5, "combine_kernel_not_observed", "/execution/kernels")] * 2
 
 
 def synthetic_levels(g, base):
@@ -550,9 +609,9 @@ def promotions(g, base):
             [(5, "trace_missing", "/execution/trace"),
              (5, "kernel_launches_missing", "/execution/kernels/0/launches"), (5, "kernel_geometry_invalid", "/execution/kernels/0/grid"),
              (5, "kernel_launches_missing", "/execution/kernels/1/launches"), (5, "kernel_geometry_invalid", "/execution/kernels/1/grid"),
-             (5, "required_kernel_not_observed", "/dispatch/required_kernels/0"),
-             (5, "required_kernel_not_observed", "/dispatch/required_kernels/1"),
-             (5, "producer_kernel_not_observed", "/execution/kernels"), (5, "combine_kernel_not_observed", "/execution/kernels")] + over(4),
+             (5, "required_kernel_not_observed", "/dispatch/backend/kernels/0"),
+             (5, "required_kernel_not_observed", "/dispatch/backend/kernels/1"),
+             (5, "producer_kernel_not_observed", "/execution/kernels")] + NO_MERGE + over(4),
             "claims execution from kernel names: no trace, no launch counts, no geometry", "0x0BF")
 
     b = copy.deepcopy(base)
@@ -584,7 +643,7 @@ def promotions(g, base):
         c["reasons"] = c["reasons"] or ["no CUDA device: cudaGetDeviceCount returned cudaErrorInsufficientDriver"]
     d["outcome"] = "no_eligible"
     d["selected"] = None
-    for k in ("split_count", "workspace_bytes", "plan_key", "plan_key_sha256", "required_kernels", "plan"):
+    for k in ("split_count", "workspace_bytes", "plan_key", "plan_key_sha256", "required_kernels", "plan", "backend"):
         del d[k]
     readmit(g, b, compute_capability=None)
     g.write("promotion.unsupported_host_to_backend_disproof.bundle.json", b, 2,
@@ -601,10 +660,10 @@ def promotions(g, base):
 
     b = copy.deepcopy(base)
     b["execution"]["kernels"] = b["execution"]["kernels"][:1]
-    b["dispatch"]["required_kernels"] = ["decode_split_kv_producer"]
+    b["dispatch"]["backend"]["kernels"] = b["dispatch"]["backend"]["kernels"][:1]
+    b["dispatch"]["required_kernels"] = required_of(b["dispatch"]["backend"])
     retrace(g, b)
-    g.write("promotion.split_capable_dispatch_to_observed_split.bundle.json", b, 4,
-            [(5, "combine_kernel_not_observed", "/execution/kernels")] + over(4),
+    g.write("promotion.split_capable_dispatch_to_observed_split.bundle.json", b, 4, NO_MERGE + over(4),
             "split_count 4 from a split-capable plan, but no combine kernel observed (0x0AC)", "0x0AC")
 
     # A fused producer+combine kernel proves both the producer and the merge; declaring one does not.
@@ -612,8 +671,7 @@ def promotions(g, base):
     g.write("synthetic.level6.fused-combine.bundle.json", b, 6, [],
             "level 6 with split 4 merged by a fused producer+combine kernel (last CTA per group, 0x03C): no combine launch needed", "0x03C")
     b = fused_bundle(g, base, [base["execution"]["kernels"][0]])
-    g.write("promotion.fused_node_declared_to_observed_merge.bundle.json", b, 4,
-            [(5, "combine_kernel_not_observed", "/execution/kernels")] + over(4),
+    g.write("promotion.fused_node_declared_to_observed_merge.bundle.json", b, 4, NO_MERGE + over(4),
             "the chain declares a fused producer+combine kernel but only the plain producer ran with split 4: no merge observed", "0x0AC")
 
 
@@ -1018,7 +1076,7 @@ def requirements(g, base, arts):
 
     @req("selected_not_eligible", 3, [(4, "selected_not_eligible", "/dispatch/selected")], "selected an ineligible backend")
     def _(b):
-        b["dispatch"]["selected"] = b["dispatch"]["plan_key"]["backend"] = "dkb_single_pass"
+        b["dispatch"]["selected"] = b["dispatch"]["plan_key"]["backend"] = b["dispatch"]["backend"]["name"] = "dkb_single_pass"
         refresh(b)
         readmit(g, b)
 
@@ -1045,11 +1103,16 @@ def requirements(g, base, arts):
         readmit(g, b)
 
     for field, reason in (("split_count", "split_count_missing"), ("workspace_bytes", "workspace_bytes_missing"),
-                          ("plan_key", "plan_key_missing"), ("plan_key_sha256", "plan_key_sha256_missing"),
-                          ("required_kernels", "required_kernels_missing")):
+                          ("plan_key", "plan_key_missing"), ("plan_key_sha256", "plan_key_sha256_missing")):
         @req(reason, 3, [(4, reason, "/dispatch/" + field)], f"a selected plan without {field}")
         def _(b, field=field):
             del b["dispatch"][field]
+
+    @req("required_kernels_missing", 3, [(4, "required_kernels_missing", "/dispatch/required_kernels")],
+         "a selected plan that declares no kernel: dkb writes no required_kernels")
+    def _(b):
+        del b["dispatch"]["required_kernels"]
+        b["dispatch"]["backend"]["kernels"] = []
 
     @req("plan_key_contradicts_dispatch", 3, [(4, "plan_key_contradicts_dispatch", "/dispatch/plan_key/split_count")],
          "the plan key says 8 splits, the dispatch 4")
@@ -1057,15 +1120,24 @@ def requirements(g, base, arts):
         b["dispatch"]["plan_key"]["split_count"] = 8
         refresh(b)
 
-    @req("workspace_inconsistent", 3, [(4, "workspace_inconsistent", "/dispatch/workspace_bytes")], "4 splits, 0 workspace bytes")
+    @req("workspace_inconsistent", 3, [(4, "workspace_inconsistent", "/dispatch/workspace_bytes")],
+         "4 splits, 0 workspace bytes: the backend declares its persistent item arrays only")
     def _(b):
-        b["dispatch"]["workspace_bytes"] = b["dispatch"]["plan_key"]["workspace_bytes"] = 0
-        b["dispatch"]["plan"]["workspace_bytes"] = 0
+        be = b["dispatch"]["backend"]
+        be["workspaces"] = [w for w in be["workspaces"] if w["kind"] == "persistent"]
+        set_workspace_bytes(b, launched_bytes(be["workspaces"]))
         refresh(b, g)
 
-    @req("dispatch_contradicts_plan", 3, [(4, "dispatch_contradicts_plan", "/dispatch/workspace_bytes")],
-         "the plan record's workspace grew by 64 bytes, the dispatch record kept the old size")
+    @req("dispatch_contradicts_plan", 3, [(4, "dispatch_contradicts_plan", "/dispatch/split_count")],
+         "the plan record gives 8 slots per request, the dispatch record kept split 4")
     def _(b):
+        b["dispatch"]["plan"]["max_slots_per_request"] = 8
+
+    @req("dispatch_contradicts_plan.no-backend", 3, [(4, "dispatch_contradicts_plan", "/dispatch/workspace_bytes")],
+         "a bundle without /dispatch/backend (written before dkb recorded it) takes workspace_bytes from the plan "
+         "record: the plan's workspace grew by 64 bytes, the dispatch record kept the old size")
+    def _(b):
+        del b["dispatch"]["backend"]
         b["dispatch"]["plan"]["workspace_bytes"] += 64
         refresh(b, g)
 
@@ -1159,15 +1231,14 @@ def requirements(g, base, arts):
         b["loaded"]["objects"] = [o for o in b["loaded"]["objects"] if o["role"] != "cupti"]
 
     @req("kernels_missing", 4, [(5, "kernels_missing", "/execution/kernels"),
-                                (5, "required_kernel_not_observed", "/dispatch/required_kernels/0"),
-                                (5, "required_kernel_not_observed", "/dispatch/required_kernels/1"),
-                                (5, "producer_kernel_not_observed", "/execution/kernels"),
-                                (5, "combine_kernel_not_observed", "/execution/kernels")], "no kernel records")
+                                (5, "required_kernel_not_observed", "/dispatch/backend/kernels/0"),
+                                (5, "required_kernel_not_observed", "/dispatch/backend/kernels/1"),
+                                (5, "producer_kernel_not_observed", "/execution/kernels")] + NO_MERGE, "no kernel records")
     def _(b):
         b["execution"]["kernels"] = []
         retrace(g, b)
 
-    combine_gone = [(5, "required_kernel_not_observed", "/dispatch/required_kernels/1"), (5, "combine_kernel_not_observed", "/execution/kernels")]
+    combine_gone = [(5, "required_kernel_not_observed", "/dispatch/backend/kernels/1")] + NO_MERGE
 
     @req("kernel_launches_missing", 4, [(5, "kernel_launches_missing", "/execution/kernels/1/launches")] + combine_gone, "the combine record has no launch count")
     def _(b):
@@ -1185,19 +1256,26 @@ def requirements(g, base, arts):
     def _(b):
         b["execution"]["kernels"][0]["block"] = [128, 1]
 
-    @req("required_kernel_not_observed", 4, [(5, "required_kernel_not_observed", "/dispatch/required_kernels/2")], "the plan requires a third kernel")
+    @req("required_kernel_not_observed", 4, [(5, "required_kernel_not_observed", "/dispatch/backend/kernels/2")],
+         "the plan declares and requires a third kernel, which did not run")
     def _(b):
-        b["dispatch"]["required_kernels"].append("decode_split_kv_finalize")
+        d = b["dispatch"]
+        d["backend"]["kernels"].append({"name": "_Z24decode_split_kv_finalizeILi128EEvPKfP6__halfi", "role": "other",
+                                        "match": "symbol", "required": True})
+        d["required_kernels"] = required_of(d["backend"])
 
-    @req("producer_kernel_not_observed", 4, [(5, "required_kernel_not_observed", "/dispatch/required_kernels/0"),
-                                             (5, "producer_kernel_not_observed", "/execution/kernels")], "another kernel ran instead of the producer")
+    @req("producer_kernel_not_observed", 4, [(5, "required_kernel_not_observed", "/dispatch/backend/kernels/0"),
+                                             (5, "kernel_not_declared", "/execution/kernels/0"),
+                                             (5, "producer_kernel_not_observed", "/execution/kernels")],
+         "another kernel ran instead of the producer (one the plan does not declare)")
     def _(b):
         b["execution"]["kernels"][0].update({"symbol": "_Z12other_kernelv", "demangled": "other_kernel()"})
         retrace(g, b)
 
-    @req("combine_kernel_not_observed", 4, [(5, "combine_kernel_not_observed", "/execution/kernels")], "4 splits, the plan lists only the producer, no combine ran")
+    @req("combine_kernel_not_observed", 4, NO_MERGE, "4 splits, the plan declares only the producer, no combine ran")
     def _(b):
         b["execution"]["kernels"].pop(1)
+        b["dispatch"]["backend"]["kernels"].pop(1)
         b["dispatch"]["required_kernels"].pop(1)
         retrace(g, b)
 
@@ -1333,10 +1411,10 @@ def malformed(g, base):
     case("device-unknown-key.json", lambda b: b["loaded"]["device"].update(clock_mhz=1980), "/loaded/device/clock_mhz: unknown key",
          "an unknown key inside a section")
     case("object-role.json", lambda b: b["loaded"]["objects"][2].update(role="driver"),
-         "/loaded/objects/2/role: must be one of: dkb, cudart, cupti, cuda, nvperf, nvml, other (got 'driver')", "an unknown role")
+         "/loaded/objects/2/role: must be one of: dkb, cudart, cupti, cuda, nvperf, nvml, plugin, other (got 'driver')", "an unknown role")
     case("terminal.json", lambda b: b["status"].update(terminal="finished"),
          "/status/terminal: must be one of: complete, cuda_runtime_unavailable, no_gpu, profiler_unavailable, backend_rejected, "
-         "no_eligible_backend, launch_failed, correctness_failed, internal_error (got 'finished')", "an unknown terminal state")
+         "no_eligible_backend, launch_failed, correctness_failed, internal_error, timing_unavailable (got 'finished')", "an unknown terminal state")
     case("missing-meta.json", lambda b: b.pop("meta"), "/: missing required key 'meta'", "no meta")
     case("ledger-list.json", lambda b: b["ledgers"].update(unique_kv_bytes=[1, 2]),
          "/ledgers/unique_kv_bytes: must be an integer or a string (got array)", "a ledger that is not a byte count")
