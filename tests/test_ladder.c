@@ -310,8 +310,15 @@ static void resample(json_t *b, size_t n, size_t at, double v) {
   set_at(b, "/measurement/timing/repeat_check/after_samples", json_integer((json_int_t)n));
 }
 
-/* The synthetic bundle's dispatch with split count n (dispatch, plan key and plan record agree). */
+/* The synthetic bundle's dispatch with split count n and ws workspace bytes (dispatch, plan key, plan record
+ * and the backend record agree: its scratch workspaces are one of ws bytes, its persistent ones stay). */
 static void resplit(json_t *b, long long n, long long ws) {
+  json_t *wss = jr_resolve(b, "/dispatch/backend/workspaces"), *keep = json_array();
+  for (size_t i = 0; i < json_array_size(wss); i++)
+    if (!strcmp(json_string_value(json_object_get(json_array_get(wss, i), "kind")), "persistent"))
+      json_array_append(keep, json_array_get(wss, i));
+  json_array_append_new(keep, json_pack("{s:s,s:I,s:s}", "name", "state_u", "bytes", (json_int_t)ws, "kind", "scratch"));
+  set_at(b, "/dispatch/backend/workspaces", keep);
   set_at(b, "/dispatch/split_count", json_integer(n));
   set_at(b, "/dispatch/plan_key/split_count", json_integer(n));
   set_at(b, "/dispatch/plan/max_slots_per_request", json_integer(n));
@@ -406,11 +413,14 @@ static void thresholds_hold_at_their_edges(void **s) {
   /* one launch is a launch */
   EDGE(set_at(b, "/execution/kernels/1/launches", json_integer(0)), 4, "kernel_launches_not_positive",
        "/execution/kernels/1/launches", "0 launches");
-  /* a merge is required above one split: split 1 without a combine stands, split 2 does not */
+  /* a merge is required above one split: split 1 without a combine stands, split 2 does not (the plan
+   * declares no combine kernel) */
   EDGE((resplit(b, 1, 0), json_array_remove(jr_resolve(b, "/execution/kernels"), 1),
-        json_array_remove(jr_resolve(b, "/dispatch/required_kernels"), 1)), 6, NULL, NULL, "split 1, no combine");
+        json_array_remove(jr_resolve(b, "/dispatch/required_kernels"), 1),
+        json_array_remove(jr_resolve(b, "/dispatch/backend/kernels"), 1)), 6, NULL, NULL, "split 1, no combine");
   EDGE((resplit(b, 2, 199680), json_array_remove(jr_resolve(b, "/execution/kernels"), 1),
-        json_array_remove(jr_resolve(b, "/dispatch/required_kernels"), 1)), 4, "combine_kernel_not_observed", "/execution/kernels",
+        json_array_remove(jr_resolve(b, "/dispatch/required_kernels"), 1),
+        json_array_remove(jr_resolve(b, "/dispatch/backend/kernels"), 1)), 4, "combine_kernel_not_observed", "/execution/kernels",
        "split 2, no combine");
   /* more than one split needs a workspace: one byte is one */
   EDGE(resplit(b, 4, 1), 6, NULL, NULL, "4 splits, 1 workspace byte");

@@ -204,7 +204,8 @@ static void synthetic_bundles_are_honest_with_source_root(void **s) {
   run_sh(&r, "build/dkb validate --source-root " FIXTURES "/source-tree " FIXTURES "/synthetic.level*.bundle.json");
   if (r.rc) fail_msg("exit %d\n%s%s", r.rc, r.out, r.err);
   assert_non_null(strstr(r.out, "PASS  " FIXTURES "/synthetic.level6.bundle.json: computed level 6, claimed 6 (synthetic)\n"));
-  assert_non_null(strstr(r.out, "validate: 6 bundles: 6 passed, 0 failed, 0 malformed\n"));
+  assert_non_null(strstr(r.out, "PASS  " FIXTURES "/synthetic.level6.plugin.bundle.json: computed level 6, claimed 6 (synthetic)\n"));
+  assert_non_null(strstr(r.out, "validate: 7 bundles: 7 passed, 0 failed, 0 malformed\n"));
   run_result_release(&r);
 }
 

@@ -10,11 +10,12 @@ requirement it removes or contradicts), not read back from the validator; tests/
 every fixture through `dkb validate` and the independent schema validator and compares.
 
 Fixtures:
-  synthetic.levelN.bundle.json    complete, honest bundles of levels 2-6 ("synthetic": true)
+  synthetic.levelN.bundle.json    complete, honest bundles of levels 2-6 ("synthetic": true) of dkb's own
+                                  backend; synthetic.level6.plugin.bundle.json of a plugin's backend
   promotion.NAME.bundle.json      the invalid promotions of article 0x0BI (and 0x0AI/0x0AC), each
                                   claiming a level it cannot prove
   requirement.REASON[.k].bundle.json   one per reason id of evidence/ladder.c: a level-6 claim with
-                                  exactly that requirement broken
+                                  exactly that requirement broken (the plugin's bundle for a backend's)
   malformed/NAME.json             documents that are not bundles (dkb validate exits 3)
   source-tree/                    the stand-in sources the level-1 entries hash (--source-root)
 The sources and hashes of the loaded objects are synthetic stand-ins, not dkb's real code or binaries."""
@@ -85,7 +86,7 @@ SOURCES = [
                     "int cmd_run(int argc, char **argv) {\n  struct plan p;\n  plan_build(&p);\n"
                     "  registry_select(&p);\n  return decode_launch(&p);\n}\n")]),
     ("harness/plan.c", [("plan_build", "split bounds per request and workspace bytes of the (m, l, u) ABI",
-                         "int plan_build(struct plan *p) {\n  p->splits = 4;\n  p->workspace_bytes = 199680;\n"
+                         "int plan_build(struct plan *p) {\n  p->splits = 4;\n  p->workspace_bytes = 200064;\n"
                          "  return 0;\n}\n")]),
     ("harness/registry.c", [("registry_select", "admission of every backend, forced fails closed, auto = first eligible",
                              "int registry_select(struct plan *p) {\n  for (int b = 0; b < NBACKENDS; b++)\n"
@@ -117,27 +118,30 @@ FIXTURE_TEXT = json.dumps({"schema": "dkb.decode/v1", "name": "gqa-paged",
                            "tolerance": {"atol": 0.002, "rtol": 0.002}}, indent=2) + "\n"
 
 
+def write_stand_in(out, path, symbols, under="", body=""):
+    """Writes one stand-in file (its symbols' bodies, or `body` for a file that defines none) under
+    source-tree/`under`; returns its /source/files entry and its size."""
+    text = HEADER.format(name=os.path.basename(path)) + body
+    syms = []
+    for name, role, code in symbols:
+        text += "\n"
+        first = text.count("\n") + 1
+        text += code
+        last = text.count("\n")
+        syms.append({"name": name, "role": role, "lines": [first, last]})
+    full = os.path.join(out, "source-tree", under, path)
+    os.makedirs(os.path.dirname(full), exist_ok=True)
+    with open(full, "w") as f:
+        f.write(text)
+    return {"path": path, "sha256": sha256(text.encode()), "symbols": syms}, len(text.encode())
+
+
 def write_source_tree(out):
     full = os.path.join(out, "source-tree", FIXTURE_PATH)
     os.makedirs(os.path.dirname(full), exist_ok=True)
     with open(full, "w") as f:
         f.write(FIXTURE_TEXT)
-    files = []
-    for path, symbols in SOURCES:
-        text = HEADER.format(name=os.path.basename(path))
-        syms = []
-        for name, role, body in symbols:
-            text += "\n"
-            first = text.count("\n") + 1
-            text += body
-            last = text.count("\n")
-            syms.append({"name": name, "role": role, "lines": [first, last]})
-        full = os.path.join(out, "source-tree", path)
-        os.makedirs(os.path.dirname(full), exist_ok=True)
-        with open(full, "w") as f:
-            f.write(text)
-        files.append({"path": path, "sha256": sha256(text.encode()), "symbols": syms})
-    return files
+    return [write_stand_in(out, path, symbols)[0] for path, symbols in SOURCES]
 
 
 # --------------------------------------------------------------------------------------------------
@@ -188,15 +192,24 @@ DTYPE_BYTES = {"fp16": 2, "bf16": 2, "fp32": 4}
 
 def ledgers_of(b):
     """The logical ledgers dkb writes (harness/runner.c), from the call key and the plan record."""
-    ck, plan = b["dispatch"]["call_key"], b["dispatch"].get("plan")
+    d = b["dispatch"]
+    ck, plan = d["call_key"], d.get("plan")
     e_kv, e_q, e_o = (DTYPE_BYTES[ck[k]] for k in ("kv_dtype", "q_dtype", "o_dtype"))
     width = ck["d_qk"] + ck["d_v"]
     led = {"kind": "logical ledgers (article 0x03F), not measured DRAM traffic",
            "unique_kv_bytes": sum(ck["S_k_per_request"]) * ck["H_kv"] * width * e_kv,
            "q_o_bytes": ck["B"] * ck["S_q"] * ck["H_q"] * (ck["d_qk"] * e_q + ck["d_v"] * e_o)}
     if plan:
-        led["visible_kv_bytes"] = plan["visible_keys"] * ck["H_kv"] * width * e_kv
-        led["workspace_round_trip_bytes"] = 0 if plan["direct"] else 2 * plan["workspace_bytes"]
+        # visible keys: dkb's planner over the call, whichever backend runs (a plugin's plan document
+        # does not repeat them: the bundle's own ledger stands)
+        if "visible_keys" in plan:
+            led["visible_kv_bytes"] = plan["visible_keys"] * ck["H_kv"] * width * e_kv
+        else:
+            led["visible_kv_bytes"] = b["ledgers"]["visible_kv_bytes"]
+        if "backend" in d:  # what the backend's launches write and read back once
+            led["workspace_round_trip_bytes"] = 2 * d["workspace_bytes"]
+        else:
+            led["workspace_round_trip_bytes"] = 0 if plan["direct"] else 2 * plan["workspace_bytes"]
     return led
 
 
@@ -321,20 +334,68 @@ COMBINE = "_Z23decode_split_kv_combineILi128EEvPKfS1_P6__halfi"
 
 
 FUSED = "_Z21decode_split_kv_fusedILi128EEvPK6__halfS2_S2_PfPiPS0_i"
+SPLIT_KV_ROLES = {PRODUCER: "producer", COMBINE: "combine", FUSED: "fused"}
+
+
+def split_kv_workspaces(ck, slots, items, fused=False):
+    """The workspaces harness/builtin.c's plan declares for dkb_split_kv: the plan's item arrays (seven,
+    each 8-byte aligned, written by setup), the (m, l, u) split states and their validity bytes (scratch,
+    NaN-poisoned before each checked launch) and, for a fused plan, one arrival counter per (request,
+    K/V head), zeroed once."""
+    n, B = items, ck["B"]
+    rows = sum(slots) * ck["H_q"] * ck["S_q"]
+    ws = [{"name": "plan_items", "kind": "persistent",
+           "bytes": sum((x + 7) // 8 * 8 for x in (n * 4, n * 8, n * 8, n * 4, n * 8, n * 8, (B + 1) * 4))},
+          {"name": "state_u", "kind": "scratch", "bytes": rows * ck["d_v"] * 4},
+          {"name": "state_m", "kind": "scratch", "bytes": rows * 4},
+          {"name": "state_l", "kind": "scratch", "bytes": rows * 4},
+          {"name": "state_valid", "kind": "scratch", "bytes": rows}]
+    if fused:
+        ws.append({"name": "combine_count", "kind": "zero_first", "bytes": B * ck["H_kv"] * 4})
+    return ws
+
+
+def launched_bytes(workspaces):
+    """workspace_bytes as dkb records it (run_evidence_workspace_bytes): what the launches write."""
+    return sum(w["bytes"] for w in workspaces if w["kind"] != "persistent")
+
+
+def split_kv_backend(work_items, workspaces, symbols):
+    """/dispatch/backend as harness/run_evidence.c writes it for dkb_split_kv: source builtin, the kernels
+    its launch runs declared by exact symbol and required, dkb's own conventions, a launch that only
+    enqueues."""
+    return {"name": "dkb_split_kv", "version": "0.1.0", "source": "builtin", "work_items": work_items,
+            "workspaces": workspaces,
+            "kernels": [{"name": s, "role": SPLIT_KV_ROLES[s], "match": "symbol", "required": True} for s in symbols],
+            "conventions": {"lse_base": "natural", "empty_row": "zero_neginf"}, "launch_flags": []}
+
+
+def required_of(backend):
+    """/dispatch/required_kernels as dkb writes it: the declared kernels marked required, in order."""
+    return [k["name"] for k in backend["kernels"] if k["required"]]
+
+
+def set_workspace_bytes(b, n):
+    """The dispatch record, the plan key and the plan record agree on n workspace bytes."""
+    d = b["dispatch"]
+    d["workspace_bytes"] = d["plan_key"]["workspace_bytes"] = d["plan"]["workspace_bytes"] = n
 
 
 def fused_bundle(g, base, launched):
     """The base call run by a fused producer+combine kernel (0x03C) declared in the chain; `launched` is
-    what CUPTI saw."""
+    what CUPTI saw, and what the plan declares (with a fused plan's arrival counters)."""
     b = copy.deepcopy(base)
     b["execution"]["kernels"] = launched
-    retrace(g, b)
     b["chain"]["nodes"].append({"id": "decode_split_kv_fused", "layer": "producer+combine",
                                 "path": "kernels/decode_split_kv.cu", "symbol": "decode_split_kv_fused"})
     b["chain"]["edges"].append(["decode_launch", "decode_split_kv_fused"])
-    b["dispatch"]["required_kernels"] = [k["demangled"].split("<")[0].split()[-1] for k in launched]
+    d = b["dispatch"]
+    ws = split_kv_workspaces(d["call_key"], d["plan"]["slots_per_request"], d["plan"]["items"], fused=True)
+    d["backend"] = split_kv_backend(d["plan"]["items"], ws, [k["symbol"] for k in launched])
+    d["required_kernels"] = required_of(d["backend"])
+    set_workspace_bytes(b, launched_bytes(ws))
     b["loaded"]["kernel_binaries"] = [{"symbol": k["symbol"], "binary_version": 90, "ptx_version": 90} for k in launched]
-    refresh(b)
+    refresh(b, g)
     return b
 
 
@@ -374,11 +435,14 @@ def base_bundle(g, files):
         {"symbol": COMBINE, "demangled": "void decode_split_kv_combine<128>(float const*, float const*, __half*, int)",
          "launches": 1, "grid": [1, 32, 3], "block": [128, 1, 1], "registers": 40, "shared_bytes": 0},
     ]
-    # the plan record (harness/plan.c's plan_json): 4 slots per request, merged by the combine kernel
+    # the plan record (harness/plan.c's plan_json): 4 slots per request, merged by the combine kernel; its
+    # workspace bytes are the split states' (521 bytes a row in the (m, l, u) ABI), those the backend declares
+    workspaces = split_kv_workspaces(call_key, [4, 4, 4], 12)
+    ws_bytes = launched_bytes(workspaces)
     plan = {"policy": "fixed", "splits": 4, "capacity": 4, "max_slots_per_request": 4, "direct": False,
             "slots_per_request": [4, 4, 4], "items": 12,
             "item_table": [[b, s * n // 4, (s + 1) * n // 4, 4 * b + s] for b, n in enumerate([9, 257, 1000]) for s in range(4)],
-            "item_table_truncated": False, "workspace_bytes": 199680, "tiles": {"SKIP": 0, "FULL": 18, "PARTIAL": 3},
+            "item_table_truncated": False, "workspace_bytes": ws_bytes, "tiles": {"SKIP": 0, "FULL": 18, "PARTIAL": 3},
             "visible_keys": 1266, "combine": "kernel", "cluster_ctas": 0, "workspace_memory": "global"}
     rng = random.Random(20261130)
     samples = [round(rng.gauss(12.5, 0.15), 3) for _ in range(40)]
@@ -412,12 +476,12 @@ def base_bundle(g, files):
                                 {"symbol": COMBINE, "binary_version": 90, "ptx_version": 90}]},
         "dispatch": {
             "call_key": call_key, "request": "auto", "candidates": candidates, "outcome": "selected",
-            "selected": "dkb_split_kv", "split_count": 4, "workspace_bytes": 199680,
+            "selected": "dkb_split_kv", "split_count": 4, "workspace_bytes": ws_bytes,
             "plan_key": {"backend": "dkb_split_kv", "H_q": 32, "H_kv": 8, "d_qk": 128, "d_v": 128,
                          "q_dtype": "fp16", "kv_dtype": "fp16", "cache_layout": "paged_nhd", "page_size": 16,
-                         "graph_mode": False, "split_count": 4, "workspace_bytes": 199680},
-            "required_kernels": ["decode_split_kv_producer", "decode_split_kv_combine"],
-            "plan": plan},
+                         "graph_mode": False, "split_count": 4, "workspace_bytes": ws_bytes},
+            "required_kernels": [PRODUCER, COMBINE],
+            "plan": plan, "backend": split_kv_backend(12, workspaces, [PRODUCER, COMBINE])},
         "execution": {
             "nvtx_range": "", "external_correlation_id": 1,
             "kernels": kernels, "dropped_records": 0, "profiler": {"name": "CUPTI", "version": "130001"}},
@@ -477,6 +541,10 @@ ABOVE = {2: [(3, "loaded_missing", "/loaded"), (4, "dispatch_missing", "/dispatc
 ABOVE[3] = ABOVE[2][1:]
 ABOVE[4] = ABOVE[2][2:]
 ABOVE[5] = ABOVE[2][3:]
+
+# A split plan whose merge did not run fails two requirements of one id and pointer: no launched kernel
+# is one the backend declares as its combine or fused kernel, none is the chain's combine node.
+NO_MERGE = [(5, "combine_kernel_not_observed", "/execution/kernels")] * 2
 
 
 def synthetic_levels(g, base):
@@ -550,9 +618,9 @@ def promotions(g, base):
             [(5, "trace_missing", "/execution/trace"),
              (5, "kernel_launches_missing", "/execution/kernels/0/launches"), (5, "kernel_geometry_invalid", "/execution/kernels/0/grid"),
              (5, "kernel_launches_missing", "/execution/kernels/1/launches"), (5, "kernel_geometry_invalid", "/execution/kernels/1/grid"),
-             (5, "required_kernel_not_observed", "/dispatch/required_kernels/0"),
-             (5, "required_kernel_not_observed", "/dispatch/required_kernels/1"),
-             (5, "producer_kernel_not_observed", "/execution/kernels"), (5, "combine_kernel_not_observed", "/execution/kernels")] + over(4),
+             (5, "required_kernel_not_observed", "/dispatch/backend/kernels/0"),
+             (5, "required_kernel_not_observed", "/dispatch/backend/kernels/1"),
+             (5, "producer_kernel_not_observed", "/execution/kernels")] + NO_MERGE + over(4),
             "claims execution from kernel names: no trace, no launch counts, no geometry", "0x0BF")
 
     b = copy.deepcopy(base)
@@ -584,7 +652,7 @@ def promotions(g, base):
         c["reasons"] = c["reasons"] or ["no CUDA device: cudaGetDeviceCount returned cudaErrorInsufficientDriver"]
     d["outcome"] = "no_eligible"
     d["selected"] = None
-    for k in ("split_count", "workspace_bytes", "plan_key", "plan_key_sha256", "required_kernels", "plan"):
+    for k in ("split_count", "workspace_bytes", "plan_key", "plan_key_sha256", "required_kernels", "plan", "backend"):
         del d[k]
     readmit(g, b, compute_capability=None)
     g.write("promotion.unsupported_host_to_backend_disproof.bundle.json", b, 2,
@@ -601,10 +669,10 @@ def promotions(g, base):
 
     b = copy.deepcopy(base)
     b["execution"]["kernels"] = b["execution"]["kernels"][:1]
-    b["dispatch"]["required_kernels"] = ["decode_split_kv_producer"]
+    b["dispatch"]["backend"]["kernels"] = b["dispatch"]["backend"]["kernels"][:1]
+    b["dispatch"]["required_kernels"] = required_of(b["dispatch"]["backend"])
     retrace(g, b)
-    g.write("promotion.split_capable_dispatch_to_observed_split.bundle.json", b, 4,
-            [(5, "combine_kernel_not_observed", "/execution/kernels")] + over(4),
+    g.write("promotion.split_capable_dispatch_to_observed_split.bundle.json", b, 4, NO_MERGE + over(4),
             "split_count 4 from a split-capable plan, but no combine kernel observed (0x0AC)", "0x0AC")
 
     # A fused producer+combine kernel proves both the producer and the merge; declaring one does not.
@@ -612,8 +680,7 @@ def promotions(g, base):
     g.write("synthetic.level6.fused-combine.bundle.json", b, 6, [],
             "level 6 with split 4 merged by a fused producer+combine kernel (last CTA per group, 0x03C): no combine launch needed", "0x03C")
     b = fused_bundle(g, base, [base["execution"]["kernels"][0]])
-    g.write("promotion.fused_node_declared_to_observed_merge.bundle.json", b, 4,
-            [(5, "combine_kernel_not_observed", "/execution/kernels")] + over(4),
+    g.write("promotion.fused_node_declared_to_observed_merge.bundle.json", b, 4, NO_MERGE + over(4),
             "the chain declares a fused producer+combine kernel but only the plain producer ran with split 4: no merge observed", "0x0AC")
 
 
@@ -1018,7 +1085,7 @@ def requirements(g, base, arts):
 
     @req("selected_not_eligible", 3, [(4, "selected_not_eligible", "/dispatch/selected")], "selected an ineligible backend")
     def _(b):
-        b["dispatch"]["selected"] = b["dispatch"]["plan_key"]["backend"] = "dkb_single_pass"
+        b["dispatch"]["selected"] = b["dispatch"]["plan_key"]["backend"] = b["dispatch"]["backend"]["name"] = "dkb_single_pass"
         refresh(b)
         readmit(g, b)
 
@@ -1045,11 +1112,16 @@ def requirements(g, base, arts):
         readmit(g, b)
 
     for field, reason in (("split_count", "split_count_missing"), ("workspace_bytes", "workspace_bytes_missing"),
-                          ("plan_key", "plan_key_missing"), ("plan_key_sha256", "plan_key_sha256_missing"),
-                          ("required_kernels", "required_kernels_missing")):
+                          ("plan_key", "plan_key_missing"), ("plan_key_sha256", "plan_key_sha256_missing")):
         @req(reason, 3, [(4, reason, "/dispatch/" + field)], f"a selected plan without {field}")
         def _(b, field=field):
             del b["dispatch"][field]
+
+    @req("required_kernels_missing", 3, [(4, "required_kernels_missing", "/dispatch/required_kernels")],
+         "a selected plan that declares no kernel: dkb writes no required_kernels")
+    def _(b):
+        del b["dispatch"]["required_kernels"]
+        b["dispatch"]["backend"]["kernels"] = []
 
     @req("plan_key_contradicts_dispatch", 3, [(4, "plan_key_contradicts_dispatch", "/dispatch/plan_key/split_count")],
          "the plan key says 8 splits, the dispatch 4")
@@ -1057,15 +1129,24 @@ def requirements(g, base, arts):
         b["dispatch"]["plan_key"]["split_count"] = 8
         refresh(b)
 
-    @req("workspace_inconsistent", 3, [(4, "workspace_inconsistent", "/dispatch/workspace_bytes")], "4 splits, 0 workspace bytes")
+    @req("workspace_inconsistent", 3, [(4, "workspace_inconsistent", "/dispatch/workspace_bytes")],
+         "4 splits, 0 workspace bytes: the backend declares its persistent item arrays only")
     def _(b):
-        b["dispatch"]["workspace_bytes"] = b["dispatch"]["plan_key"]["workspace_bytes"] = 0
-        b["dispatch"]["plan"]["workspace_bytes"] = 0
+        be = b["dispatch"]["backend"]
+        be["workspaces"] = [w for w in be["workspaces"] if w["kind"] == "persistent"]
+        set_workspace_bytes(b, launched_bytes(be["workspaces"]))
         refresh(b, g)
 
-    @req("dispatch_contradicts_plan", 3, [(4, "dispatch_contradicts_plan", "/dispatch/workspace_bytes")],
-         "the plan record's workspace grew by 64 bytes, the dispatch record kept the old size")
+    @req("dispatch_contradicts_plan", 3, [(4, "dispatch_contradicts_plan", "/dispatch/split_count")],
+         "the plan record gives 8 slots per request, the dispatch record kept split 4")
     def _(b):
+        b["dispatch"]["plan"]["max_slots_per_request"] = 8
+
+    @req("dispatch_contradicts_plan.no-backend", 3, [(4, "dispatch_contradicts_plan", "/dispatch/workspace_bytes")],
+         "a bundle without /dispatch/backend (written before dkb recorded it) takes workspace_bytes from the plan "
+         "record: the plan's workspace grew by 64 bytes, the dispatch record kept the old size")
+    def _(b):
+        del b["dispatch"]["backend"]
         b["dispatch"]["plan"]["workspace_bytes"] += 64
         refresh(b, g)
 
@@ -1159,15 +1240,14 @@ def requirements(g, base, arts):
         b["loaded"]["objects"] = [o for o in b["loaded"]["objects"] if o["role"] != "cupti"]
 
     @req("kernels_missing", 4, [(5, "kernels_missing", "/execution/kernels"),
-                                (5, "required_kernel_not_observed", "/dispatch/required_kernels/0"),
-                                (5, "required_kernel_not_observed", "/dispatch/required_kernels/1"),
-                                (5, "producer_kernel_not_observed", "/execution/kernels"),
-                                (5, "combine_kernel_not_observed", "/execution/kernels")], "no kernel records")
+                                (5, "required_kernel_not_observed", "/dispatch/backend/kernels/0"),
+                                (5, "required_kernel_not_observed", "/dispatch/backend/kernels/1"),
+                                (5, "producer_kernel_not_observed", "/execution/kernels")] + NO_MERGE, "no kernel records")
     def _(b):
         b["execution"]["kernels"] = []
         retrace(g, b)
 
-    combine_gone = [(5, "required_kernel_not_observed", "/dispatch/required_kernels/1"), (5, "combine_kernel_not_observed", "/execution/kernels")]
+    combine_gone = [(5, "required_kernel_not_observed", "/dispatch/backend/kernels/1")] + NO_MERGE
 
     @req("kernel_launches_missing", 4, [(5, "kernel_launches_missing", "/execution/kernels/1/launches")] + combine_gone, "the combine record has no launch count")
     def _(b):
@@ -1185,19 +1265,26 @@ def requirements(g, base, arts):
     def _(b):
         b["execution"]["kernels"][0]["block"] = [128, 1]
 
-    @req("required_kernel_not_observed", 4, [(5, "required_kernel_not_observed", "/dispatch/required_kernels/2")], "the plan requires a third kernel")
+    @req("required_kernel_not_observed", 4, [(5, "required_kernel_not_observed", "/dispatch/backend/kernels/2")],
+         "the plan declares and requires a third kernel, which did not run")
     def _(b):
-        b["dispatch"]["required_kernels"].append("decode_split_kv_finalize")
+        d = b["dispatch"]
+        d["backend"]["kernels"].append({"name": "_Z24decode_split_kv_finalizeILi128EEvPKfP6__halfi", "role": "other",
+                                        "match": "symbol", "required": True})
+        d["required_kernels"] = required_of(d["backend"])
 
-    @req("producer_kernel_not_observed", 4, [(5, "required_kernel_not_observed", "/dispatch/required_kernels/0"),
-                                             (5, "producer_kernel_not_observed", "/execution/kernels")], "another kernel ran instead of the producer")
+    @req("producer_kernel_not_observed", 4, [(5, "required_kernel_not_observed", "/dispatch/backend/kernels/0"),
+                                             (5, "kernel_not_declared", "/execution/kernels/0"),
+                                             (5, "producer_kernel_not_observed", "/execution/kernels")],
+         "another kernel ran instead of the producer (one the plan does not declare)")
     def _(b):
         b["execution"]["kernels"][0].update({"symbol": "_Z12other_kernelv", "demangled": "other_kernel()"})
         retrace(g, b)
 
-    @req("combine_kernel_not_observed", 4, [(5, "combine_kernel_not_observed", "/execution/kernels")], "4 splits, the plan lists only the producer, no combine ran")
+    @req("combine_kernel_not_observed", 4, NO_MERGE, "4 splits, the plan declares only the producer, no combine ran")
     def _(b):
         b["execution"]["kernels"].pop(1)
+        b["dispatch"]["backend"]["kernels"].pop(1)
         b["dispatch"]["required_kernels"].pop(1)
         retrace(g, b)
 
@@ -1305,6 +1392,336 @@ def requirements(g, base, arts):
 
 
 # --------------------------------------------------------------------------------------------------
+# A plugin backend (include/dkb/backend.h): the bundle dkb writes when a plugin's kernels run the call.
+
+PLUGIN_BACKEND = "synth_split_kv"
+PLUGIN_LIB = ("/opt/dkb/build/plugins/libdkb_synth.so", 1843200)
+# a closed-source library the plugin links (requirement.source_binary_not_loaded: its planner's call into it
+# as a binary node, like cuDNN's engines)
+BINARY_LIB = ("/opt/synth/lib/libsynth_rt.so.2", 5263360)
+BINARY_NODE = {"id": "synth_rt_chunk_size", "layer": "plan", "path": os.path.basename(BINARY_LIB[0]), "symbol": "synth_rt_chunk_size",
+               "root": "binary"}
+UPSTREAM = {"package": "synth-attention", "version": "0.4.2", "archive": "synth_attention-0.4.2-py3-none-any.whl",
+            "archive_sha256": sha256(b"synthetic synth_attention-0.4.2 wheel")}
+UPSTREAM_DIR = "upstream/synth-attention"  # repository-relative: where the wheel was unpacked
+UP_HEADER = "synth_attention/include/synth/decode.cuh"
+P_PRODUCER = "_ZN5synth17SplitDecodeKernelILi128EEEvPK6__halfS3_S3_PfS4_i"
+P_COMBINE = "_ZN5synth17MergeStatesKernelILi128EEEvPKfS2_P6__halfi"
+P_KERNELS = [
+    {"symbol": P_PRODUCER, "demangled": "void synth::SplitDecodeKernel<128>(__half const*, __half const*, __half const*, "
+     "float*, float*, int)", "launches": 1, "grid": [7, 8, 1], "block": [32, 4, 1], "registers": 64, "shared_bytes": 16384},
+    {"symbol": P_COMBINE, "demangled": "void synth::MergeStatesKernel<128>(float const*, float const*, __half*, int)",
+     "launches": 1, "grid": [132, 1, 1], "block": [32, 4, 1], "registers": 48, "shared_bytes": 2048}]
+
+# dkb's files above the backend boundary: what the bundle keeps of dkb's chain for a plugin's call
+DKB_RUNNER = [
+    ("harness/runner.c", [
+        ("runner_execute", "function", "int runner_execute(struct runner *r) {\n  if (stage_dispatch(r)) return -1;\n"
+                                       "  return stage_capture(r);\n}\n"),
+        ("stage_dispatch", "function", "static int stage_dispatch(struct runner *r) {\n  backends_admit(r->backends, r->call);\n"
+                                       "  return r->sel->plan(r->sel, r->call, &r->plan, &r->state);\n}\n"),
+        ("stage_capture", "function", "static int stage_capture(struct runner *r) {\n  r->sel->setup(r->state, r->call, r->ws, 0);\n"
+                                      "  return launch_selected(r);\n}\n"),
+        ("launch_selected", "function", "static int launch_selected(struct runner *r) {\n"
+                                        "  return r->sel->launch(r->state, r->call, r->ws, r->stream);\n}\n")]),
+    ("harness/backends.c", [
+        ("backends_admit", "function", "int backends_admit(struct backends *bs, const struct dkb_call *c) {\n"
+                                       "  for (size_t i = 0; i < bs->n; i++) bs->v[i].admit(&bs->v[i], c, &bs->why[i]);\n"
+                                       "  return first_eligible(bs);\n}\n")])]
+DKB_RUNNER_EDGES = [["cmd_run", "runner_execute"], ["runner_execute", "stage_dispatch"], ["stage_dispatch", "backends_admit"],
+                    ["runner_execute", "stage_capture"], ["stage_capture", "launch_selected"]]
+# dkb's chain nodes that are not its own backends' (scope builtin), in tools/chain.json's order
+DKB_RUNNER_NODES = [("cmd_run", "cmd"), ("runner_execute", "runner"), ("stage_dispatch", "runner"), ("backends_admit", "admission"),
+                    ("stage_capture", "runner"), ("launch_selected", "launch")]
+ADAPTER = ("plugins/synth/adapter.cu", [
+    ("synth_admit", "function", "static int synth_admit(const struct dkb_backend *self, const struct dkb_call *c, char *why) {\n"
+                                "  return c->head_dim_qk == 128 ? DKB_ADMIT_OK : DKB_ADMIT_NO;\n}\n"),
+    ("synth_plan", "function", "static int synth_plan(const struct dkb_backend *self, const struct dkb_call *c, struct dkb_plan *p,\n"
+                               "                      void **state) {\n  p->splits = synth_chunks(c);\n"
+                               "  p->lse_base = DKB_LSE_BASE2;\n  return 0;\n}\n"),
+    ("synth_setup", "function", "static int synth_setup(void *state, const struct dkb_call *c, void *const *ws, void *stream) {\n"
+                                "  return synth_upload_tables(state, ws[0], stream);\n}\n"),
+    ("synth_launch", "function", "static int synth_launch(void *state, const struct dkb_call *c, void *const *ws, void *stream) {\n"
+                                 "  return synth::SplitDecodeDispatched<128>(params_of(state, c, ws), stream);\n}\n")])
+UPSTREAM_SOURCES = (UP_HEADER, [
+    ("SplitDecodeKernel", "kernel", "template <int D>\n__global__ void SplitDecodeKernel(const __half *q, const __half *k, const __half *v,\n"
+                                    "                                  float *tmp_v, float *tmp_s, int n) {\n"
+                                    "  /* one chunk's partial state; its LSE in base 2 */\n}\n"),
+    ("MergeStatesKernel", "kernel", "template <int D>\n__global__ void MergeStatesKernel(const float *tmp_v, const float *tmp_s, __half *o, int n) {\n"
+                                    "  /* merge the chunks of every request that split */\n}\n"),
+    ("SplitDecodeDispatched", "function", "template <int D>\ncudaError_t SplitDecodeDispatched(const Params &p, cudaStream_t s) {\n"
+                                          "  SplitDecodeKernel<D><<<p.grid, p.block, 0, s>>>(p.q, p.k, p.v, p.tmp_v, p.tmp_s, p.n);\n"
+                                          "  if (p.split_kv) MergeStatesKernel<D><<<p.merge_grid, p.block, 0, s>>>(p.tmp_v, p.tmp_s, p.o, p.n);\n"
+                                          "  return cudaGetLastError();\n}\n")])
+INCLUDED_REPO = ("include/dkb/backend.h", "\nstruct dkb_plan;  /* the plugin ABI: what a plan declares */\n")
+INCLUDED_UPSTREAM = ("synth_attention/include/synth/vec.cuh", "\ntemplate <int N> struct vec_t { float v[N]; };\n")
+# the plugin's chain spec: its table functions are the roots dkb's runner calls
+PLUGIN_NODES = [("synth_admit", "admission", ADAPTER[0], None), ("synth_plan", "plan", ADAPTER[0], None),
+                ("synth_setup", "setup", ADAPTER[0], None), ("synth_launch", "launch", ADAPTER[0], None),
+                ("SplitDecodeDispatched", "launch", UP_HEADER, "upstream"),
+                ("SplitDecodeKernel", "producer", UP_HEADER, "upstream"), ("MergeStatesKernel", "combine", UP_HEADER, "upstream")]
+PLUGIN_EDGES = [["synth_launch", "SplitDecodeDispatched"],
+                ["SplitDecodeDispatched", "SplitDecodeKernel"], ["SplitDecodeDispatched", "MergeStatesKernel"]]
+# harness/run_evidence.c's BRIDGES: where dkb hands the call to a backend's chain roots of these layers
+BRIDGES = {"admission": "backends_admit", "plan": "stage_dispatch", "setup": "stage_capture", "launch": "launch_selected"}
+
+
+def write_plugin_tree(out):
+    """The stand-ins of a plugin's call: dkb's runner files, the plugin's adapter, an ABI header it includes,
+    its upstream package's header (symbols) and one it includes, under the unpacked wheel's folder. Returns
+    (dkb's files, the plugin's source manifest)."""
+    dkb = [write_stand_in(out, path, syms)[0] for path, syms in DKB_RUNNER]
+    adapter, a_size = write_stand_in(out, *ADAPTER)
+    inc, i_size = write_stand_in(out, INCLUDED_REPO[0], [], body=INCLUDED_REPO[1])
+    up, u_size = write_stand_in(out, *UPSTREAM_SOURCES, under=UPSTREAM_DIR)
+    upi, ui_size = write_stand_in(out, INCLUDED_UPSTREAM[0], [], under=UPSTREAM_DIR, body=INCLUDED_UPSTREAM[1])
+    files = [dict(path=f["path"], root="repo", sha256=f["sha256"], size=n, matches_commit=True)
+             for f, n in ((adapter, a_size), (inc, i_size))]
+    files += [dict(path=f["path"], root="upstream", sha256=f["sha256"], size=n, record_sha256=f["sha256"])
+              for f, n in ((up, u_size), (upi, ui_size))]
+    symbols = [{"symbol": s["name"], "path": f["path"], "kind": s["role"], "span": s["lines"]}
+               for f in (adapter, up) for s in f["symbols"]]
+    nodes = [dict({"symbol": sym, "layer": layer, "path": path}, **({"root": root} if root else {}))
+             for sym, layer, path, root in PLUGIN_NODES]
+    manifest = {"schema": "dkb.source-manifest/v1", "spec": "plugins/synth/chain.json", "commit": COMMIT, "dirty": False,
+                "files": files, "symbols": sorted(symbols, key=lambda s: [n[0] for n in PLUGIN_NODES].index(s["symbol"])),
+                "chain": {"nodes": nodes, "edges": [{"from": a, "to": z} for a, z in PLUGIN_EDGES]},
+                "upstream": dict(UPSTREAM, dir=UPSTREAM_DIR)}
+    return dkb, manifest
+
+
+def merged_source(dkb_files, manifest):
+    """/source/files and /chain as harness/run_evidence.c merges them: dkb's files and nodes above the
+    backend boundary (cmd/run.c, the runner, the admission of every backend), then the plugin manifest's
+    files (root, record_sha256, included when a file defines no chain symbol) and nodes, its roots hung under
+    the runner's stages."""
+    files = list(dkb_files)
+    for f in manifest["files"]:
+        syms = [{"name": s["symbol"], "role": s["kind"], **({"lines": s["span"]} if "span" in s else {})}
+                for s in manifest["symbols"] if s["path"] == f["path"]]
+        e = {"path": f["path"], "sha256": f["sha256"], "symbols": syms}
+        if not syms:
+            e["included"] = True
+        if f["root"] != "repo":
+            e["root"] = f["root"]
+        if "record_sha256" in f:
+            e["record_sha256"] = f["record_sha256"]
+        files.append(e)
+    path_of = {s["name"]: f["path"] for f in dkb_files for s in f["symbols"]}
+    nodes = [{"id": sym, "layer": layer, "path": path_of[sym], "symbol": sym} for sym, layer in DKB_RUNNER_NODES]
+    for n in manifest["chain"]["nodes"]:
+        nodes.append(dict({"id": n["symbol"], "layer": n["layer"], "path": n["path"], "symbol": n["symbol"]},
+                          **({"root": n["root"]} if "root" in n else {})))
+    edges = [list(e) for e in DKB_RUNNER_EDGES] + [[e["from"], e["to"]] for e in manifest["chain"]["edges"]]
+    targets = {e["to"] for e in manifest["chain"]["edges"]}
+    edges += [[BRIDGES[n["layer"]], n["symbol"]] for n in manifest["chain"]["nodes"]
+              if n["symbol"] not in targets and n["layer"] in BRIDGES]
+    return files, {"nodes": nodes, "edges": edges, "required_layers": ["cmd", "plan", "admission", "launch", "producer", "combine"]}
+
+
+# the conversion dkb records for a backend whose conventions are not its own (harness/run_evidence.c)
+CONVERSION_RULE = ("a base-2 LSE is multiplied by ln 2; where the oracle's row has no visible key, the backend's empty-row value is "
+                   "replaced by O = 0, LSE = -inf (0x02C); the raw outputs are what the repeat check compares")
+
+
+def plugin_bundle(g, base, base_files, arts):
+    """The base call forced to a plugin's backend: FlashInfer-like, a split-KV producer and a merge of the
+    chunks of every request that split, both declared by function name, the merge not required (it runs
+    only when a request splits: a split plan's merge is required by its role, 0x0AC), an LSE in base 2 that
+    dkb converts before comparing."""
+    dkb_files, manifest = write_plugin_tree(g.out)
+    b = copy.deepcopy(base)
+    b["meta"]["argv"] = ["dkb", "run", FIXTURE_PATH, "--plugin", "build/plugins/libdkb_synth.so", "--backend", PLUGIN_BACKEND,
+                         "-o", "out/"]
+    # cmd/run.c and the runner: dkb's files above the backend boundary
+    files, chain = merged_source([base_files[0]] + dkb_files, manifest)
+    b["source"] = {"commit": COMMIT, "dirty": False, "files": files,
+                   "plugin": {"commit": manifest["commit"], "dirty": manifest["dirty"], "upstream": manifest["upstream"]}}
+    b["chain"] = chain
+    # level 3: the plugin's library and the closed-source one it calls are mapped (the loader map's roles
+    # are its own; the bundle's objects name the plugin's)
+    loader_map = g.artifact("loader-map", {"schema": "dkb.loader-map/v1", "objects": [
+        mapped(*o) for o in OBJECTS + [(PLUGIN_LIB[0], "other", PLUGIN_LIB[1]), (BINARY_LIB[0], "other", BINARY_LIB[1])] +
+        OTHER_OBJECTS]})
+    plugin_manifest = g.artifact("plugin-manifest", manifest)
+    plugin_report = g.artifact("plugin-build-report", {
+        "schema": "dkb.build-report/v1", "dkb_version": "plugin", "commit": COMMIT, "dirty": False, "build_host": "synthetic",
+        "compilers": {"plugin": {"command": "nvcc", "path": "/usr/local/cuda-13.0/bin/nvcc",
+                                 "version": "Cuda compilation tools, release 13.0, V13.0.88"}},
+        "flags": "-O3 -std=c++17 -shared -Xcompiler -fPIC", "upstream": UPSTREAM})
+    lib = obj(PLUGIN_LIB[0], "plugin", PLUGIN_LIB[1])
+    ld = b["loaded"]
+    ld["loader_map"] = ref(loader_map)
+    ld["objects"].append(lib)
+    del ld["kernel_binaries"]  # dkb reads the binary versions of its own kernels only
+    ld["plugin"] = {"path": lib["path"], "sha256": lib["sha256"], "bytes": lib["bytes"], "name": "synth", "version": "1.0.0",
+                    "abi_version": 1, "source_manifest": ref(plugin_manifest), "build_report": ref(plugin_report)}
+    # level 4: forced to the plugin's backend; its plan document is its own
+    d = b["dispatch"]
+    d["call_key"]["backend_request"] = d["request"] = d["selected"] = PLUGIN_BACKEND
+    d["candidates"].append({"backend": PLUGIN_BACKEND, "priority": 70, "in_domain": True, "eligible": True, "reasons": []})
+    chunks = [1, 2, 4]  # 256-token chunks of the 9, 257 and 1000 keys
+    pages = sum(-(-n // 16) for n in d["call_key"]["S_k_per_request"])
+    workspaces = [{"name": "synth_int_workspace", "bytes": 8192, "kind": "persistent"},
+                  {"name": "synth_float_workspace", "bytes": sum(chunks) * d["call_key"]["H_q"] * (d["call_key"]["d_v"] + 1) * 4,
+                   "kind": "scratch"},
+                  {"name": "synth_page_table", "bytes": (pages + 4) * 4, "kind": "persistent"}]
+    d["backend"] = {"name": PLUGIN_BACKEND, "version": "1.0.0", "source": "plugin", "work_items": sum(chunks),
+                    "workspaces": workspaces,
+                    "kernels": [{"name": "synth::SplitDecodeKernel", "role": "producer", "match": "function", "required": True},
+                                {"name": "synth::MergeStatesKernel", "role": "combine", "match": "function", "required": False}],
+                    "conventions": {"lse_base": "base2", "empty_row": "zero_neginf"}, "launch_flags": [],
+                    "plugin": {"name": "synth", "version": "1.0.0", "sha256": lib["sha256"], "abi_version": 1}}
+    d["required_kernels"] = required_of(d["backend"])
+    d["split_count"] = max(chunks)
+    d["workspace_bytes"] = launched_bytes(workspaces)
+    d["plan"] = {"backend": PLUGIN_BACKEND, "synth_attention": UPSTREAM["version"], "split_kv": True, "work_items": sum(chunks),
+                 "kv_chunk_size_tokens": 256, "chunks_per_request": chunks, "grid": [sum(chunks), 8, 1]}
+    d["plan_key"].update(backend=PLUGIN_BACKEND, split_count=d["split_count"], workspace_bytes=d["workspace_bytes"])
+    diag = g.artifact("admission", admission_of(b))
+    d["diagnostic"] = ref(diag)
+    # levels 5 and 6: the plugin's kernels ran; its base-2 LSE was converted before the comparison
+    b["execution"]["kernels"] = copy.deepcopy(P_KERNELS)
+    rows = d["call_key"]["B"] * d["call_key"]["S_q"] * d["call_key"]["H_q"]
+    b["measurement"]["correctness"]["conversion"] = {"lse_base": "base2", "empty_row": "zero_neginf", "lse_rows_rescaled": rows,
+                                                     "empty_rows_replaced": 0, "rule": CONVERSION_RULE}
+    # the artifacts in the order dkb writes them: admission, trace, then the loaded closure
+    b["artifacts"] = [diag, arts["trace"], loader_map, arts["build_report"], plugin_manifest, plugin_report]
+    refresh(b, g)
+    return b
+
+
+def plugin_requirements(g, base, pbase):
+    """One fixture per reason id of a backend's bundle: the plugin's level-6 bundle (or dkb's) with exactly
+    that requirement broken."""
+    R = []  # (name, bundle it mutates, mutate, computed, findings, description)
+
+    def req(name, computed, findings, description, of=pbase):
+        def deco(f):
+            R.append((name, of, f, computed, findings + over(computed), description))
+            return f
+        return deco
+
+    up = next(i for i, f in enumerate(pbase["source"]["files"]) if f["path"] == UP_HEADER)
+    adapter = next(i for i, f in enumerate(pbase["source"]["files"]) if f["path"] == ADAPTER[0])
+
+    # level 1
+    @req("source_file_record_mismatch", 0, [(1, "source_file_record_mismatch", f"/source/files/{up}/record_sha256")],
+         "the upstream header is not the one its package's RECORD lists")
+    def _(b):
+        b["source"]["files"][up]["record_sha256"] = sha256(b"the RECORD entry of another synth-attention release")
+
+    # level 3
+    @req("source_binary_not_loaded", 2, [(3, "source_binary_not_loaded", f"/source/files/{len(pbase['source']['files'])}")],
+         "a binary node (the plugin's planner calls a closed-source library, as cuDNN's engines): the source lists "
+         "another build of libsynth_rt.so.2 than the one the loader map holds")
+    def _(b):
+        b["source"]["files"].append({"path": BINARY_NODE["path"], "root": "binary", "sha256": sha256(b"another build of libsynth_rt.so.2"),
+                                     "symbols": [{"name": BINARY_NODE["symbol"], "role": "binary"}]})
+        b["chain"]["nodes"].append(dict(BINARY_NODE))
+        b["chain"]["edges"].append(["synth_plan", BINARY_NODE["id"]])
+
+    @req("plugin_missing", 2, [(3, "plugin_missing", "/loaded/plugin")], "a plugin's backend ran, and /loaded/plugin is absent")
+    def _(b):
+        del b["loaded"]["plugin"]
+
+    @req("plugin_not_in_loader_map", 2, [(3, "plugin_not_in_loader_map", "/loaded/plugin")],
+         "the plugin record names the library by a path the loader did not map (a link, not its real path)")
+    def _(b):
+        b["loaded"]["plugin"]["path"] = "/opt/dkb/plugins/libdkb_synth.so"
+
+    @req("plugin_manifest_mismatch", 2, [(3, "plugin_manifest_mismatch", "/source/plugin/upstream")],
+         "the bundle names upstream version 0.4.3, the plugin's manifest 0.4.2")
+    def _(b):
+        b["source"]["plugin"]["upstream"]["version"] = "0.4.3"
+
+    @req("plugin_manifest_mismatch.file", 2, [(3, "plugin_manifest_mismatch", "/source/files")],
+         "the bundle's adapter.cu is not the one the plugin's manifest hashed when it was built")
+    def _(b):
+        b["source"]["files"][adapter]["sha256"] = sha256(b"adapter.cu edited after the plugin was built")
+
+    other_report = g.artifact("plugin-build-report-other", {
+        "schema": "dkb.build-report/v1", "dkb_version": "plugin", "commit": COMMIT, "dirty": False,
+        "upstream": dict(UPSTREAM, version="0.4.1", archive="synth_attention-0.4.1-py3-none-any.whl")})
+
+    @req("plugin_build_report_mismatch", 2, [(3, "plugin_build_report_mismatch", "/loaded/plugin/build_report")],
+         "the plugin was built against upstream 0.4.1, its manifest names 0.4.2")
+    def _(b):
+        replace_artifact(b, b["loaded"]["plugin"]["build_report"]["artifact"], other_report)
+        b["loaded"]["plugin"]["build_report"] = ref(other_report)
+
+    # level 4
+    @req("backend_contradicts_dispatch", 3, [(4, "backend_contradicts_dispatch", "/dispatch/backend/name")],
+         "the backend record is another backend's than the selected one")
+    def _(b):
+        b["dispatch"]["backend"]["name"] = "synth_split_kv_tc"
+
+    @req("backend_contradicts_dispatch.workspaces", 3, [(4, "backend_contradicts_dispatch", "/dispatch/workspace_bytes")],
+         "the backend's scratch workspace is 4096 bytes larger than workspace_bytes")
+    def _(b):
+        b["dispatch"]["backend"]["workspaces"][1]["bytes"] += 4096
+
+    @req("backend_contradicts_dispatch.required_kernels", 3, [(4, "backend_contradicts_dispatch", "/dispatch/required_kernels")],
+         "the dispatch record requires another kernel than the one the backend declares required")
+    def _(b):
+        b["dispatch"]["required_kernels"] = ["synth::SplitDecodeKernelV2"]
+
+    @req("backend_contradicts_dispatch.plugin", 3, [(4, "backend_contradicts_dispatch", "/dispatch/backend/plugin/sha256")],
+         "the backend's plugin record names another library than the loaded one")
+    def _(b):
+        b["dispatch"]["backend"]["plugin"]["sha256"] = sha256(b"another build of libdkb_synth.so")
+
+    @req("backend_contradicts_dispatch.source", 3, [(4, "backend_contradicts_dispatch", "/dispatch/backend/source")],
+         "a backend that says it is dkb's own (builtin) and carries a plugin record")
+    def _(b):
+        b["dispatch"]["backend"]["source"] = "builtin"
+
+    # level 5
+    @req("kernel_not_declared", 4, [(5, "kernel_not_declared", "/execution/kernels/2")],
+         "a third kernel ran in the call's range, one the backend's plan does not declare")
+    def _(b):
+        b["execution"]["kernels"].append({"symbol": "_ZN5synth14ZeroFillKernelEPfi", "demangled": "void synth::ZeroFillKernel(float*, int)",
+                                          "launches": 1, "grid": [64, 1, 1], "block": [256, 1, 1], "registers": 16, "shared_bytes": 0})
+        retrace(g, b)
+
+    @req("required_kernel_not_observed.function", 4, [(5, "required_kernel_not_observed", "/dispatch/backend/kernels/2")],
+         "the plan declares and requires a third kernel by function name, synth::FinalizeKernel, which did not run")
+    def _(b):
+        d = b["dispatch"]
+        d["backend"]["kernels"].append({"name": "synth::FinalizeKernel", "role": "other", "match": "function", "required": True})
+        d["required_kernels"] = required_of(d["backend"])
+
+    @req("combine_kernel_not_observed.plugin", 4, NO_MERGE,
+         "a split plugin plan (4 chunks) whose declared merge, synth::MergeStatesKernel, did not run")
+    def _(b):
+        b["execution"]["kernels"].pop(1)
+        retrace(g, b)
+
+    # level 6
+    @req("conversion_missing", 5, [(6, "conversion_missing", "/measurement/correctness/conversion")],
+         "a base-2 LSE compared with no record of its conversion")
+    def _(b):
+        del b["measurement"]["correctness"]["conversion"]
+
+    @req("conversion_contradicts_conventions", 5, [(6, "conversion_contradicts_conventions", "/measurement/correctness/conversion")],
+         "the recorded conversion is from a natural LSE, the backend declares base 2")
+    def _(b):
+        b["measurement"]["correctness"]["conversion"]["lse_base"] = "natural"
+
+    @req("conversion_contradicts_conventions.builtin", 5,
+         [(6, "conversion_contradicts_conventions", "/measurement/correctness/conversion")],
+         "dkb's own backend (natural LSE, zero / -inf empty rows) with a conversion recorded: nothing to convert", of=base)
+    def _(b):
+        b["measurement"]["correctness"]["conversion"] = {"lse_base": "natural", "empty_row": "zero_neginf", "lse_rows_rescaled": 0,
+                                                         "empty_rows_replaced": 0, "rule": CONVERSION_RULE}
+
+    for name, of, mutate, computed, findings, description in R:
+        b = copy.deepcopy(of)
+        mutate(b)
+        g.write(f"requirement.{name}.bundle.json", b, computed, findings, description)
+
+
+# --------------------------------------------------------------------------------------------------
 # Documents that are not bundles.
 
 def malformed(g, base):
@@ -1333,10 +1750,10 @@ def malformed(g, base):
     case("device-unknown-key.json", lambda b: b["loaded"]["device"].update(clock_mhz=1980), "/loaded/device/clock_mhz: unknown key",
          "an unknown key inside a section")
     case("object-role.json", lambda b: b["loaded"]["objects"][2].update(role="driver"),
-         "/loaded/objects/2/role: must be one of: dkb, cudart, cupti, cuda, nvperf, nvml, other (got 'driver')", "an unknown role")
+         "/loaded/objects/2/role: must be one of: dkb, cudart, cupti, cuda, nvperf, nvml, plugin, other (got 'driver')", "an unknown role")
     case("terminal.json", lambda b: b["status"].update(terminal="finished"),
          "/status/terminal: must be one of: complete, cuda_runtime_unavailable, no_gpu, profiler_unavailable, backend_rejected, "
-         "no_eligible_backend, launch_failed, correctness_failed, internal_error (got 'finished')", "an unknown terminal state")
+         "no_eligible_backend, launch_failed, correctness_failed, internal_error, timing_unavailable (got 'finished')", "an unknown terminal state")
     case("missing-meta.json", lambda b: b.pop("meta"), "/: missing required key 'meta'", "no meta")
     case("ledger-list.json", lambda b: b["ledgers"].update(unique_kv_bytes=[1, 2]),
          "/ledgers/unique_kv_bytes: must be an integer or a string (got array)", "a ledger that is not a byte count")
@@ -1359,6 +1776,11 @@ def main():
     synthetic_levels(g, base)
     promotions(g, base)
     requirements(g, base, arts)
+    plugin = plugin_bundle(g, base, files, arts)
+    g.write("synthetic.level6.plugin.bundle.json", plugin, 6, [],
+            "complete level-6 bundle of a plugin's backend: its library loaded and identified, its upstream files those "
+            "of its package's RECORD, its declared kernels matched by function name, its base-2 LSE converted", "0x0BI")
+    plugin_requirements(g, base, plugin)
     malformed(g, base)
     with open(os.path.join(out, "manifest.json"), "w") as f:
         f.write(json.dumps({"schema": "dkb.bundle-fixtures/v1", "generator": "tools/gen-bundle-fixtures.py",
