@@ -165,7 +165,7 @@ static int source_symbol(struct lctx *c, const json_t *syms, size_t j, const cha
   }
   if (!lines && !(role && !strcmp(role, "binary")))  /* a closed-source library's symbol has no source lines */
     lad_finding(c, "source_symbol_lines_missing", q, "no line span for '%s'", name);
-  else {
+  else if (lines) {
     long long a = json_integer_value(json_array_get(lines, 0)), z = json_integer_value(json_array_get(lines, 1));
     if (a < 1 || z < a) lad_finding(c, "source_symbol_lines_invalid", q, "[%lld, %lld] is not a span with 1 <= first <= last", a, z);
   }
