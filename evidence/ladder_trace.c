@@ -1,7 +1,7 @@
 /* ladder_trace.c - level 5 against the trace artifact (dkb.trace/v1 JSON lines, harness/trace.c): the
  * /execution record is a summary of the CUPTI records it holds, so each part is recomputed from them.
  * The range, correlation id, dropped records and profiler version come from the meta record; the kernel
- * records from the kernel records the call launched: those whose launching runtime call began inside the
+ * records from the kernel records the call launched: those whose launching API call (runtime or driver) began inside the
  * NVTX range's marker and whose external correlation is the call's, one record per symbol in the order
  * of its first launch, with that first launch's geometry. */
 #include "evidence/ladder_internal.h"
@@ -40,11 +40,12 @@ static int kernels_readable(const json_t *recs) {
   return 1;
 }
 
-/* 1 when kernel record k was launched by the call: its runtime call began inside the range's marker and
+/* 1 when kernel record k was launched by the call: its runtime or driver call began inside the range's marker and
  * its external correlation is the call's id. */
 static int launched_by_call(const json_t *recs, const json_t *k, const json_t *marker, const json_t *ext_id) {
   const json_t *corr = json_object_get(k, "correlation_id");
   const json_t *api = first_of(recs, "runtime", "correlation_id", corr);
+  if (!api) api = first_of(recs, "driver", "correlation_id", corr);  /* a driver-API launch (cuLaunchKernel) */
   const json_t *x = first_of(recs, "external_correlation", "correlation_id", corr);
   const json_t *a0 = json_object_get(marker, "start_ns"), *a1 = json_object_get(marker, "end_ns");
   const json_t *t = json_object_get(api, "start_ns");

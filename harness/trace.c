@@ -108,13 +108,17 @@ void dkb_trace_take_record(struct dkb_trace *t, const void *record) {
     t->extcorr[t->nextcorr++] = (struct dkb_trace_extcorr){(uint32_t)x->externalKind, x->externalId, x->correlationId};
     break;
   }
-  case CUPTI_ACTIVITY_KIND_RUNTIME: {
+  case CUPTI_ACTIVITY_KIND_RUNTIME:
+  case CUPTI_ACTIVITY_KIND_DRIVER: {
     const CUpti_ActivityAPI *a = (const CUpti_ActivityAPI *)r;
     t->apis = grow(t->apis, t->napis, &t->cap_[3], sizeof *t->apis);
     struct dkb_trace_api *o = &t->apis[t->napis++];
+    o->driver = r->kind == CUPTI_ACTIVITY_KIND_DRIVER;
     o->cbid = a->cbid;
     o->name = NULL;
-    if (cuptiGetCallbackName(CUPTI_CB_DOMAIN_RUNTIME_API, a->cbid, &o->name) != CUPTI_SUCCESS) o->name = NULL;
+    if (cuptiGetCallbackName(o->driver ? CUPTI_CB_DOMAIN_DRIVER_API : CUPTI_CB_DOMAIN_RUNTIME_API, a->cbid, &o->name) !=
+        CUPTI_SUCCESS)
+      o->name = NULL;
     o->correlation_id = a->correlationId;
     o->thread_id = a->threadId;
     o->return_value = a->returnValue;
@@ -145,8 +149,12 @@ static void CUPTIAPI buffer_completed(CUcontext ctx, uint32_t stream, uint8_t *b
   free(buf);
 }
 
+/* DRIVER as well as RUNTIME: a library that launches through the driver API (cuDNN's runtime-compiled
+ * SDPA kernels, cuLaunchKernelEx) gets an API record and an external correlation only when the driver
+ * kind is enabled, and without them its kernels cannot be tied to the call. */
 static const CUpti_ActivityKind KINDS[] = {CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL, CUPTI_ACTIVITY_KIND_MARKER,
-                                           CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION, CUPTI_ACTIVITY_KIND_RUNTIME};
+                                           CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION, CUPTI_ACTIVITY_KIND_RUNTIME,
+                                           CUPTI_ACTIVITY_KIND_DRIVER};
 enum { NKINDS = sizeof KINDS / sizeof KINDS[0] };
 
 int dkb_trace_capture(int device, const char *range_name, uint64_t external_id, dkb_launch_fn launch, void *arg,
@@ -315,12 +323,15 @@ int dkb_trace_jsonl(const struct dkb_trace *t, struct dkb_buf *out, struct dkb_e
   uint64_t o = origin_ns(t);
   char origin[24];
   snprintf(origin, sizeof origin, "%llu", (unsigned long long)o);
-  if (add_line(json_pack("{s:s, s:s, s:s, s:I, s:i, s:I, s:o, s:s, s:{s:I, s:I, s:I, s:I}}", "record", "meta", "schema",
+  size_t ndriver = 0;
+  for (size_t i = 0; i < t->napis; i++) ndriver += t->apis[i].driver != 0;
+  if (add_line(json_pack("{s:s, s:s, s:s, s:I, s:i, s:I, s:o, s:s, s:{s:I, s:I, s:I, s:I, s:I}}", "record", "meta", "schema",
                          "dkb.trace/v1", "range_name", t->range_name, "external_id", (json_int_t)t->external_id,
                          "cupti_version", (int)t->cupti_version, "dropped_records", (json_int_t)t->dropped,
                          "nvtx_injection", nvtx_json(t), "origin_ns", origin, "counts", "kernel",
                          (json_int_t)t->nkernels, "marker", (json_int_t)t->nmarkers, "external_correlation",
-                         (json_int_t)t->nextcorr, "runtime", (json_int_t)t->napis),
+                         (json_int_t)t->nextcorr, "runtime", (json_int_t)(t->napis - ndriver), "driver",
+                         (json_int_t)ndriver),
                out, err))
     return -1;
   for (size_t i = 0; i < t->nkernels; i++) {
@@ -354,7 +365,8 @@ int dkb_trace_jsonl(const struct dkb_trace *t, struct dkb_buf *out, struct dkb_e
   }
   for (size_t i = 0; i < t->napis; i++) {
     const struct dkb_trace_api *a = &t->apis[i];
-    if (add_line(json_pack("{s:s, s:I, s:o, s:I, s:I, s:I, s:o, s:o}", "record", "runtime", "cbid", (json_int_t)a->cbid,
+    if (add_line(json_pack("{s:s, s:I, s:o, s:I, s:I, s:I, s:o, s:o}", "record", a->driver ? "driver" : "runtime", "cbid",
+                           (json_int_t)a->cbid,
                            "name", a->name ? json_string(a->name) : json_null(), "correlation_id",
                            (json_int_t)a->correlation_id, "thread_id", (json_int_t)a->thread_id, "return_value",
                            (json_int_t)a->return_value, "start_ns", rel(a->start_ns, o), "end_ns", rel(a->end_ns, o)),

@@ -41,10 +41,11 @@ struct dkb_trace_marker {
 };
 
 struct dkb_trace_api {
-  uint32_t cbid;             /* CUPTI_RUNTIME_TRACE_CBID_* */
+  uint32_t cbid;             /* CUPTI_RUNTIME_TRACE_CBID_* or CUPTI_DRIVER_TRACE_CBID_* */
   const char *name;          /* cuptiGetCallbackName, e.g. "cudaLaunchKernel_v7000" (static) */
   uint32_t correlation_id, thread_id, return_value;
   uint64_t start_ns, end_ns;
+  int driver;                /* a driver API call (cuLaunchKernel: cuDNN's generated kernels), else runtime */
 };
 
 struct dkb_trace_extcorr {

@@ -447,6 +447,58 @@ static void trace_without_closed_range_counts_nothing_in_range(void **s) {
   dkb_trace_release(&t);
 }
 
+/* A kernel launched through the driver API (cuDNN's runtime-compiled SDPA kernels) is the call's when its
+ * driver record began in the range and carries the call's external correlation. */
+static void trace_ties_driver_api_launches_to_the_call(void **s) {
+  (void)s;
+  struct dkb_trace t;
+  memset(&t, 0, sizeof t);
+  snprintf(t.range_name, sizeof t.range_name, "dkb/call/x");
+  t.external_id = 9;
+  CUpti_ActivityMarker2 m;
+  memset(&m, 0, sizeof m);
+  m.kind = CUPTI_ACTIVITY_KIND_MARKER;
+  m.flags = CUPTI_ACTIVITY_FLAG_MARKER_START, m.id = 3, m.timestamp = 1000, m.name = "dkb/call/x";
+  dkb_trace_take_record(&t, &m);
+  m.flags = CUPTI_ACTIVITY_FLAG_MARKER_END, m.timestamp = 1100, m.name = NULL;
+  dkb_trace_take_record(&t, &m);
+  CUpti_ActivityExternalCorrelation x;
+  memset(&x, 0, sizeof x);
+  x.kind = CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION;
+  x.externalKind = CUPTI_EXTERNAL_CORRELATION_KIND_CUSTOM0;
+  x.externalId = 9, x.correlationId = 21;
+  dkb_trace_take_record(&t, &x);
+  CUpti_ActivityAPI a;
+  memset(&a, 0, sizeof a);
+  a.kind = CUPTI_ACTIVITY_KIND_DRIVER;
+  a.cbid = CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx;
+  a.correlationId = 21, a.start = 1040, a.end = 1045;
+  dkb_trace_take_record(&t, &a);
+  CUpti_ActivityKernel10 k;
+  char name[] = "cudnn_generated_fort_native_sdpa_sm80_kernel0_0";
+  memset(&k, 0, sizeof k);
+  k.kind = CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL;
+  k.name = name;
+  k.correlationId = 21;
+  k.gridX = k.gridY = k.gridZ = k.blockX = k.blockY = k.blockZ = 1;
+  k.start = 2000, k.end = 2500;
+  dkb_trace_take_record(&t, &k);
+  dkb_trace_finalize(&t);
+  assert_true(t.apis[0].driver);
+  assert_string_equal(t.apis[0].name, "cuLaunchKernelEx");
+  const struct dkb_trace_symbol *sym = dkb_trace_find_symbol(&t, name);
+  assert_non_null(sym);
+  assert_int_equal(sym->launches_in_range, 1);
+  struct dkb_buf b;
+  struct dkb_err err;
+  dkb_buf_init(&b);
+  assert_int_equal(dkb_trace_jsonl(&t, &b, &err), 0);
+  assert_non_null(strstr(b.p, "\"record\":\"driver\""));
+  assert_non_null(strstr(b.p, "\"driver\":1"));
+  dkb_buf_release(&b);
+  dkb_trace_release(&t);
+}
+
 /* CUPTI records built by hand go through the same path as the buffer callback's. */
 static void trace_takes_cupti_records_and_pairs_markers(void **s) {
   (void)s;
@@ -1053,6 +1105,7 @@ DKB_TEST_GROUP(capture, cmocka_unit_test(check_macro_records_call_text_location_
                cmocka_unit_test(trace_finalize_joins_external_ids_and_the_range),
                cmocka_unit_test(trace_without_closed_range_counts_nothing_in_range),
                cmocka_unit_test(trace_takes_cupti_records_and_pairs_markers),
+               cmocka_unit_test(trace_ties_driver_api_launches_to_the_call),
                cmocka_unit_test(trace_jsonl_lines_are_canonical_schema_valid_records),
                cmocka_unit_test(counters_refuse_long_range_names_before_touching_cupti),
       cmocka_unit_test(counters_without_driver_are_unavailable_with_definitions),
