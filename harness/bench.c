@@ -460,10 +460,11 @@ int bench_judge(const struct bench_matrix *m, const struct bench_roofline *r, st
     verdict(&v[n], ai, 1, 0, pct, ok, pct <= 0, "median <= %s's", p->backend);
     v[n++].peer_index = i;
   }
-  /* auto versus the fastest forced split count of the same fixture */
+  /* auto versus the fastest forced split count of the same fixture and backend; side by side, a target of
+   * the first backend's only (another's planner is not under test, and the plugins refuse forced splits) */
   for (int i = 0; i < m->n && m->auto_within_pct > 0 && n < cap; i++) {
     const struct bench_case *a = &m->cases[i];
-    if (a->forced_splits) continue;
+    if (a->forced_splits || (m->nbackends > 1 && a->peer_of >= 0)) continue;
     int forced, all;
     const int best = bench_best_forced(m, i, &forced, &all);
     if (!forced) continue;

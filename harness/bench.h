@@ -151,7 +151,8 @@ int bench_l2_served(const struct bench_matrix *m, const struct bench_case *bc);
  * roofline, the read_fraction floor a measured case and its same-bytes read (and each, for a case with
  * counters, K/V that came from DRAM: not bench_l2_served);
  * "within" compares medians ((case / reference - 1) * 100 <= pct); auto_within_pct compares each auto
- * case with the fastest forced split of the same fixture. Returns the count (<= cap). */
+ * case with the fastest forced split of the same fixture (side by side: the first backend's cases, as every
+ * target but "median <= B's"). Returns the count (<= cap). */
 int bench_judge(const struct bench_matrix *m, const struct bench_roofline *r, struct bench_verdict *v, int cap);
 const char *bench_verdict_name(enum bench_verdict_state s);
 

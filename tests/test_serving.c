@@ -167,6 +167,64 @@ static void a_read_fraction_floor_outside_its_bounds_is_malformed(void **s) {
   }
 }
 
+/* A case the forced backend refused (a fixed split, say): it ran to level 4 and is no peer. */
+static void refused(struct bench_case *c) {
+  c->ran = 1;
+  c->level = 4;
+  snprintf(c->terminal, sizeof c->terminal, "backend_rejected");
+  c->selected[0] = '\0';
+  snprintf(c->why, sizeof c->why, "the forced backend b_backend was refused: split=fixed unsupported");
+  snprintf(c->call_key, sizeof c->call_key, "%064d", 1);
+}
+
+/* Side by side, "auto within P % of the best forced split" judges the first backend's auto case against
+ * its own forced splits, met just inside P and missed just past it; another backend's auto case is not
+ * judged (it is a peer, and the plugins refuse forced splits: its verdict could only be not_measured, and
+ * --require-targets would exit 4 on every such matrix). tests/bench_check.py wants every target on the
+ * first backend's cases. */
+static void auto_within_judges_the_first_backends_auto_case_only(void **s) {
+  (void)s;
+  static const char *const entries[] = {"{\"fixture\": \"%s\", \"splits\": [\"auto\", 1, 2]}"};
+  struct bench_matrix m;
+  load_matrix(&m, "serving-auto.json", ", \"auto_within_pct\": 3, \"backends\": [\"a_backend\", \"b_backend\"]", entries, 1);
+  assert_int_equal(m.n, 6);  /* auto, split 1, split 2; each under a then b */
+  timed(&m.cases[0], "a_backend", 100.0, 0);
+  timed(&m.cases[1], "b_backend", 90.0, 0);
+  timed(&m.cases[2], "a_backend", 103.0, 0);
+  refused(&m.cases[3]);
+  timed(&m.cases[4], "a_backend", 97.1, 0);  /* auto +2.99 % over it */
+  refused(&m.cases[5]);
+  struct bench_roofline r = {0};
+  for (int i = 0; i < m.n; i++) bench_case_rates(&m.cases[i], &r);
+  struct bench_verdict v[8];
+  int nv = bench_judge(&m, &r, v, 8);
+  assert_int_equal(nv, 2);
+  assert_string_equal(v[0].what, "median <= b_backend's");
+  assert_int_equal(v[0].state, BENCH_MISSED);
+  assert_int_equal(v[1].case_index, 0);
+  assert_string_equal(v[1].what, "auto within 3% of the best forced split, dk128-dv64/split2");
+  assert_int_equal(v[1].state, BENCH_MET);
+  assert_near(v[1].got, 100 * (100.0 / 97.1 - 1), 1e-12);
+  char dir[600];
+  snprintf(dir, sizeof dir, "%s/serving-auto", tmp_dir());
+  write_judged(dir, &m, &r, v, nv);
+  m.cases[4].median_us = 97.08;  /* auto +3.01 % */
+  bench_case_rates(&m.cases[4], &r);
+  nv = bench_judge(&m, &r, v, 8);
+  assert_int_equal(nv, 2);
+  assert_int_equal(v[1].state, BENCH_MISSED);
+  struct run_result rr;  /* a verdict on b's case is not the matrix's */
+  run_sh(&rr, "/usr/bin/python3 tests/jsontool.py edit %s/bench.json %s/on-b.json set /targets/1/backend '\"b_backend\"' && "
+              "/usr/bin/python3 tests/bench_check.py %s/on-b.json; echo rc=$?",
+         dir, dir, dir);
+  if (!strstr(rr.out, "dk128-dv64 auto within 3% of the best forced split, dk128-dv64/split2: a target on b_backend's case, "
+                      "not the first backend's (a_backend)\n") || !strstr(rr.out, "rc=1\n"))
+    fail_msg("%s", rr.out);
+  run_result_release(&rr);
+  bench_matrix_release(&m);
+}
+
 DKB_TEST_GROUP(serving, cmocka_unit_test(read_fraction_floor_met_at_its_edge_and_missed_just_past_it),
                cmocka_unit_test(read_fraction_needs_k_v_from_dram_when_counters_say_so),
-               cmocka_unit_test(a_read_fraction_floor_outside_its_bounds_is_malformed))
+               cmocka_unit_test(a_read_fraction_floor_outside_its_bounds_is_malformed),
+               cmocka_unit_test(auto_within_judges_the_first_backends_auto_case_only))
