@@ -97,7 +97,7 @@ static void expand(struct bench_matrix *m) {
       snprintf(c->backend, sizeof c->backend, "%s", m->backends[k]);
       c->peer_of = k ? i * nb : -1;
       if (k) {
-        c->want_frac = c->want_visible_frac = 0;
+        c->want_frac = c->want_visible_frac = c->want_read_frac = 0;
         c->within_ref = -1;
       } else if (c->within_ref >= 0) {
         c->within_ref *= nb;
@@ -136,20 +136,21 @@ int bench_matrix_set_backends(struct bench_matrix *m, const char *list, struct d
   return 0;
 }
 
-/* "target": {"roofline_fraction": F, "visible_roofline_fraction": F, "within_pct_of": {"fixture", "pct"}} of
- * entry p, applied to its auto case. */
+/* "target": {"roofline_fraction": F, "visible_roofline_fraction": F, "read_fraction": F, "within_pct_of":
+ * {"fixture", "pct"}} of entry p, applied to its auto case. */
 static int load_target(struct jr *r, const json_t *cj, const char *p, const char *base, struct bench_matrix *m, int ai) {
   const json_t *t = json_object_get(cj, "target");
   if (!t) return 0;
   char q[DKB_PTR_MAX];
   jr_ptr_key(q, p, "target");
-  static const char *const topt[] = {"roofline_fraction", "visible_roofline_fraction", "within_pct_of", NULL};
+  static const char *const topt[] = {"roofline_fraction", "visible_roofline_fraction", "read_fraction", "within_pct_of", NULL};
   if (!json_is_object(t) || !json_object_size(t)) return jr_fail(r, q, NULL, "must be an object with at least one target");
   if (ai < 0) return jr_fail(r, q, NULL, "needs the entry's \"auto\" case: a target judges the fixture's own split policy");
   if (jr_keys(r, t, q, NULL, topt)) return -1;
   struct bench_case *bc = &m->cases[ai];
   if (jr_num(r, t, q, "roofline_fraction", 0, 1e-9, 2, &bc->want_frac) ||
-      jr_num(r, t, q, "visible_roofline_fraction", 0, 1e-9, 2, &bc->want_visible_frac))
+      jr_num(r, t, q, "visible_roofline_fraction", 0, 1e-9, 2, &bc->want_visible_frac) ||
+      jr_num(r, t, q, "read_fraction", 0, 1e-9, 2, &bc->want_read_frac))
     return -1;
   const json_t *w = json_object_get(t, "within_pct_of");
   if (w) {
@@ -419,8 +420,10 @@ int bench_judge(const struct bench_matrix *m, const struct bench_roofline *r, st
   int n = 0;
   for (int i = 0; i < m->n && n < cap; i++) {
     const struct bench_case *bc = &m->cases[i];
-    /* a fraction floor needs a level-6 case and a roofline, and K/V that came from DRAM */
+    /* a fraction floor needs a level-6 case and a roofline (read_fraction: the case's same-bytes read,
+     * timed without the roofline's figure), and K/V that came from DRAM */
     const int ok = measured6(bc), frac_ok = ok && r->measured, l2 = bench_l2_served(m, bc);
+    const int read_ok = ok && bc->read_us > 0 && isfinite(bc->read_fraction);
     if (bc->want_frac > 0 && n < cap) {
       verdict(&v[n], i, 0, bc->want_frac, bc->frac, frac_ok && !l2, bc->frac >= bc->want_frac, "roofline_fraction >= %.2f",
               bc->want_frac);
@@ -432,6 +435,12 @@ int bench_judge(const struct bench_matrix *m, const struct bench_roofline *r, st
               "visible_roofline_fraction >= %.2f", bc->want_visible_frac);
       if (v[n].state == BENCH_MISSED) v[n].need_us = bc->median_us * bc->visible_frac / bc->want_visible_frac;
       v[n++].l2_served = frac_ok && l2;
+    }
+    if (bc->want_read_frac > 0 && n < cap) {
+      verdict(&v[n], i, 0, bc->want_read_frac, bc->read_fraction, read_ok && !l2, bc->read_fraction >= bc->want_read_frac,
+              "read_fraction >= %.2f", bc->want_read_frac);
+      if (v[n].state == BENCH_MISSED) v[n].need_us = bc->median_us * bc->read_fraction / bc->want_read_frac;  /* = read_us / want */
+      v[n++].l2_served = read_ok && l2;
     }
     if (bc->within_ref >= 0 && n < cap) {
       const struct bench_case *ref = &m->cases[bc->within_ref];
@@ -451,10 +460,11 @@ int bench_judge(const struct bench_matrix *m, const struct bench_roofline *r, st
     verdict(&v[n], ai, 1, 0, pct, ok, pct <= 0, "median <= %s's", p->backend);
     v[n++].peer_index = i;
   }
-  /* auto versus the fastest forced split count of the same fixture */
+  /* auto versus the fastest forced split count of the same fixture and backend; side by side, a target of
+   * the first backend's only (another's planner is not under test, and the plugins refuse forced splits) */
   for (int i = 0; i < m->n && m->auto_within_pct > 0 && n < cap; i++) {
     const struct bench_case *a = &m->cases[i];
-    if (a->forced_splits) continue;
+    if (a->forced_splits || (m->nbackends > 1 && a->peer_of >= 0)) continue;
     int forced, all;
     const int best = bench_best_forced(m, i, &forced, &all);
     if (!forced) continue;

@@ -63,6 +63,7 @@ struct bench_case {
   char bundle_dir[600];
   /* targets of the matrix entry (its "auto" case only); 0 / -1 when none */
   double want_frac, want_visible_frac;  /* floors on roofline_fraction, visible_roofline_fraction */
+  double want_read_frac;                /* floor on read_fraction: the call at least this fraction of its same-bytes read's speed */
   int within_ref;                       /* case whose median this one must stay within within_pct of */
   double within_pct;
 };
@@ -146,10 +147,12 @@ int bench_best_forced(const struct bench_matrix *m, int i, int *forced, int *all
  * counters say a call read less than BENCH_DRAM_KV_MIN of its visible K/V from DRAM, and L2 was not
  * flushed before each sample. Its bandwidth is then not the DRAM's. */
 int bench_l2_served(const struct bench_matrix *m, const struct bench_case *bc);
-/* Judges every target of the matrix on its results: fraction floors need a measured case and roofline
- * (and, for a case with counters, K/V that came from DRAM: not bench_l2_served);
+/* Judges every target of the matrix on its results: roofline fraction floors need a measured case and
+ * roofline, the read_fraction floor a measured case and its same-bytes read (and each, for a case with
+ * counters, K/V that came from DRAM: not bench_l2_served);
  * "within" compares medians ((case / reference - 1) * 100 <= pct); auto_within_pct compares each auto
- * case with the fastest forced split of the same fixture. Returns the count (<= cap). */
+ * case with the fastest forced split of the same fixture (side by side: the first backend's cases, as every
+ * target but "median <= B's"). Returns the count (<= cap). */
 int bench_judge(const struct bench_matrix *m, const struct bench_roofline *r, struct bench_verdict *v, int cap);
 const char *bench_verdict_name(enum bench_verdict_state s);
 

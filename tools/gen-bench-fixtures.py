@@ -1,23 +1,29 @@
 #!/usr/bin/python3
-"""Writes the bench fixtures fixtures/bench/*.json: the shapes of the roofline targets (bf16, d=128).
-Each is an ordinary dkb.decode/v1 call; `dkb bench --matrix fixtures/bench/matrix.json` sweeps them
-and forced split counts. usage: tools/gen-bench-fixtures.py [OUTDIR]"""
+"""Writes the bench fixtures fixtures/bench/*.json: the shapes of the roofline targets (bf16, d=128),
+swept with forced split counts by `dkb bench --matrix fixtures/bench/matrix.json`, and the serving
+batches of fixtures/bench/serving.json (many short requests, a ragged batch of short and long ones, head
+dims 64 and 256, fp16, pages of 1, 16 and 64 keys), each an ordinary dkb.decode/v1 call.
+usage: tools/gen-bench-fixtures.py [OUTDIR]"""
 import json
 import os
 import sys
 
 TOL = {"atol": 2e-3, "rtol": 1.6e-2, "lse_atol": 2e-4, "lse_rtol": 2e-5}
+# fp16 keeps 3 more mantissa bits than bf16: the tolerances of the fp16 decode fixtures (fixtures/decode)
+TOL_FP16 = {"atol": 5e-4, "rtol": 4e-3, "lse_atol": 2e-4, "lse_rtol": 2e-5}
 
 
-def fx(name, desc, requests, hq, hkv, layout="contiguous_nhd", mask=None, graph=False, page_order=None):
+def fx(name, desc, requests, hq, hkv, layout="contiguous_nhd", mask=None, graph=False, page_order=None, page_size=16, d=128,
+       dtype="bf16"):
     cache = {"layout": layout}
     if layout.startswith("paged"):
-        cache.update({"page_size": 16, "table": "csr"})
+        cache.update({"page_size": page_size, "table": "csr"})
     if page_order:
         cache["page_order"] = page_order
     doc = {"schema": "dkb.decode/v1", "name": name, "description": desc, "phase": "decode", "requests": requests,
-           "q_len": 1, "heads": {"H_q": hq, "H_kv": hkv, "d_qk": 128, "d_v": 128}, "dtype": "bf16", "cache": cache,
-           "mask": mask or {"kind": "causal"}, "split": {"policy": "auto"}, "seed": 7, "tolerance": TOL}
+           "q_len": 1, "heads": {"H_q": hq, "H_kv": hkv, "d_qk": d, "d_v": d}, "dtype": dtype, "cache": cache,
+           "mask": mask or {"kind": "causal"}, "split": {"policy": "auto"}, "seed": 7,
+           "tolerance": TOL_FP16 if dtype == "fp16" else TOL}
     if graph:
         doc["graph"] = True
     return name, doc
@@ -45,6 +51,37 @@ def cases():
              {"count": 16, "kv_len": 8192}, 32, 8, "paged_nhd", {"kind": "flashmask", "program": "documents", "documents": 4})
     yield fx("b16-t8192-window-all", "A window that hides nothing (window >= T): must cost what the unmasked kernel costs.",
              {"count": 16, "kv_len": 8192}, 32, 8, "paged_nhd", {"kind": "sliding_window", "window": 8192})
+    yield from serving()
+
+
+# The ragged serving batch: 60 short requests of 64-2048 keys (awkward lengths, a fixed arithmetic walk)
+# and 4 long ones among them, every 16th.
+LONG = (32768, 27001, 20483, 16385)
+RAGGED = [LONG[i // 16] if i % 16 == 0 else 64 + (i * 1231) % 1985 for i in range(64)]
+
+
+def serving():
+    """The serving batches of fixtures/bench/serving.json, each contiguous and paged (shuffled pool pages,
+    CSR): 537 MB of K/V each but the ragged batch, so that one variable changes at a time against
+    B=64, T=2048, H_q=32, H_kv=8, d=128, bf16."""
+    short = {"count": 64, "kv_len": 2048}
+    for lay, tag, ps in (("contiguous_nhd", "contig", 16), ("paged_nhd", "paged1", 1), ("paged_nhd", "paged16", 16),
+                         ("paged_nhd", "paged64", 64)):
+        yield fx(f"b64-t2048-g4-{tag}", "Many short requests: B=64, T=2048, H_q=32, H_kv=8 (537 MB).", short, 32, 8, lay,
+                 page_size=ps)
+    for lay, tag in (("contiguous_nhd", "contig"), ("paged_nhd", "paged16")):
+        yield fx(f"b64-t2048-g4-fp16-{tag}", "Many short requests in fp16: B=64, T=2048, H_q=32, H_kv=8 (537 MB).", short, 32,
+                 8, lay, dtype="fp16")
+        yield fx(f"b128-t1024-g8-{tag}", "More, shorter requests, GQA 8: B=128, T=1024, H_q=64, H_kv=8 (537 MB).",
+                 {"count": 128, "kv_len": 1024}, 64, 8, lay)
+        yield fx(f"b64-t2048-g4-d64-{tag}", "Many short requests, head dim 64: B=64, T=2048, H_q=64, H_kv=16 (537 MB).", short,
+                 64, 16, lay, d=64)
+        yield fx(f"b64-t2048-g4-d256-{tag}", "Many short requests, head dim 256: B=64, T=2048, H_q=16, H_kv=4 (537 MB).", short,
+                 16, 4, lay, d=256)
+    ragged = [{"kv_len": n} for n in RAGGED]
+    for lay, tag in (("ragged_nhd", "packed"), ("paged_nhd", "paged16")):
+        yield fx(f"ragged64-long4-{tag}", f"Ragged serving batch: 60 requests of 64-2048 keys and 4 of {LONG[-1]}-{LONG[0]} "
+                 f"({sum(RAGGED)} keys, H_q=32, H_kv=8, {sum(RAGGED) * 4096 / 1e6:.0f} MB).", ragged, 32, 8, lay)
 
 
 def main():
