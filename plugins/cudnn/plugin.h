@@ -16,6 +16,11 @@ namespace cudnn_plugin {
  * caches even on Hopper, the engine library says; sm90 or sm100 otherwise). chain.json's binary
  * producer node carries the same string as its symbol. */
 constexpr const char *KERNEL_PREFIX = "cudnn_generated_fort_native_sdpa_sm";
+/* The merge kernel of the engine's lean-attention split: when the engine splits K/V it runs after the
+ * SDPA kernel and reduces the partial rows (seen on the H200 for every contiguous and paged decode
+ * fixture, not for ragged ones). The engine decides at plan build, and the frontend does not say which,
+ * so the plan declares it optional. Its symbol is C++-mangled: cudnn::fusion::lean_reduction_kernel<...>. */
+constexpr const char *COMBINE_PREFIX = "_ZN5cudnn6fusion21lean_reduction_kernel";
 
 /* The error slot for state NULL (admit, plan before a state exists), one per thread. */
 void set_thread_error(const std::string &msg);

@@ -358,11 +358,15 @@ void fill_plan(const struct dkb_call *c, state &st, const arrays &a, struct dkb_
   plan->ws[st.ws_arrays].kind = DKB_WS_PERSISTENT;
   plan->splits = 1;
   plan->work_items = 0; /* cuDNN's grid is not known before launch */
-  plan->n_kernels = 1;
+  plan->n_kernels = 2;
   snprintf(plan->kernels[0].name, sizeof plan->kernels[0].name, "%s", KERNEL_PREFIX);
   plan->kernels[0].role = DKB_KERNEL_PRODUCER;
   plan->kernels[0].match = DKB_MATCH_PREFIX;
   plan->kernels[0].required = 1;
+  snprintf(plan->kernels[1].name, sizeof plan->kernels[1].name, "%s", COMBINE_PREFIX);
+  plan->kernels[1].role = DKB_KERNEL_COMBINE;
+  plan->kernels[1].match = DKB_MATCH_PREFIX;
+  plan->kernels[1].required = 0; /* runs only when the engine split K/V (plugin.h) */
   plan->lse_base = DKB_LSE_NATURAL;        /* Stats = max + ln(sum exp) unless stats_use_log2 is set */
   plan->empty_row = DKB_EMPTY_ZERO_NEGINF; /* never observed: plan refuses kv_len 0, admit every hiding mask */
   plan->launch_flags = 0;

@@ -25,6 +25,7 @@
 
 /* The kernel family plan declares (plugin.h) and the binary chain node names. */
 #define KERNEL_PREFIX "cudnn_generated_fort_native_sdpa_sm"
+#define COMBINE_PREFIX "_ZN5cudnn6fusion21lean_reduction_kernel"
 
 static void *lib;
 static const struct dkb_plugin *plugin;
@@ -392,19 +393,20 @@ static void the_source_manifest_checks_against_record_and_the_library(void **s) 
   json_array_foreach(json_object_get(m, "symbols"), i, sym) {
     int binary = !strcmp(str(sym, "kind"), "binary");
     binary_syms += binary;
-    if (binary) assert_string_equal(str(sym, "symbol"), KERNEL_PREFIX);  /* the plan's kernel prefix */
+    if (binary && strcmp(str(sym, "symbol"), KERNEL_PREFIX) && strcmp(str(sym, "symbol"), COMBINE_PREFIX))
+      fail_msg("binary symbol '%s' is neither of the plan's kernel prefixes", str(sym, "symbol"));
     assert_int_equal(json_object_get(sym, "span") == NULL, binary); /* a span for source, none for a library */
   }
-  assert_int_equal(binary_syms, 1);
-  /* the one SDPA kernel writes O itself: its binary node is both the producer and the combine layer */
-  const char *layers[] = {"admission", "plan", "launch", "producer+combine"};
-  for (size_t l = 0; l < 4; l++) {
+  assert_int_equal(binary_syms, 2);
+  /* the SDPA kernel writes O itself unless the engine splits: both layers; lean reduction merges a split */
+  const char *layers[] = {"admission", "plan", "launch", "producer+combine", "combine"};
+  for (size_t l = 0; l < 5; l++) {
     int seen = 0;
     json_t *node;
     json_array_foreach(json_object_get(json_object_get(m, "chain"), "nodes"), i, node) {
       if (strcmp(str(node, "layer"), layers[l])) continue;
       seen = 1;
-      if (l == 3) assert_string_equal(str(node, "root"), "binary");
+      if (l >= 3) assert_string_equal(str(node, "root"), "binary");
     }
     if (!seen) fail_msg("no %s node in the chain", layers[l]);
   }
@@ -607,9 +609,13 @@ static void run_gpu_case(struct gpu_case *g) {
   if (be->plan(be, c, &plan, &state)) fail_msg("plan: %s", be->last_error(NULL));
   print_message("  plan %s\n", plan.plan_json);
   assert_int_equal(plan.splits, 1);
-  assert_int_equal(plan.n_kernels, 1);
+  assert_int_equal(plan.n_kernels, 2);
   assert_string_equal(plan.kernels[0].name, KERNEL_PREFIX);
   assert_int_equal(plan.kernels[0].match, DKB_MATCH_PREFIX);
+  assert_int_equal(plan.kernels[0].required, 1);
+  assert_string_equal(plan.kernels[1].name, COMBINE_PREFIX);
+  assert_int_equal(plan.kernels[1].role, DKB_KERNEL_COMBINE);
+  assert_int_equal(plan.kernels[1].required, 0);
   assert_int_equal(plan.lse_base, DKB_LSE_NATURAL);
   void *ws[DKB_MAX_WORKSPACES] = {0};
   for (int i = 0; i < plan.n_workspaces; i++) {
