@@ -188,8 +188,10 @@ void lad_level4_backend(struct lctx *c, const json_t *d) {
   const json_t *be = lad_member(c, d, "/dispatch", "backend", JSON_OBJECT);
   const char *sel = json_string_value(json_object_get(d, "selected"));
   const int selected = c->outcome && !strcmp(c->outcome, "selected") && sel;
-  (void)selected;
-  if (!be) return;
+  if (!be) {  /* the record of what ran: without it levels 4-6 cannot say which conventions they grade */
+    if (selected) lad_finding(c, "backend_missing", p, "%s was selected and planned, and the bundle has no record of it", sel);
+    return;
+  }
   if (lad_keys(c, be, p, req, opt)) return;
   const char *name = lad_str(c, be, p, "name", 1);
   lad_str(c, be, p, "version", 1);

@@ -1142,9 +1142,11 @@ def requirements(g, base, arts):
     def _(b):
         b["dispatch"]["plan"]["max_slots_per_request"] = 8
 
-    @req("dispatch_contradicts_plan.no-backend", 3, [(4, "dispatch_contradicts_plan", "/dispatch/workspace_bytes")],
-         "a bundle without /dispatch/backend (written before dkb recorded it) takes workspace_bytes from the plan "
-         "record: the plan's workspace grew by 64 bytes, the dispatch record kept the old size")
+    @req("dispatch_contradicts_plan.no-backend", 3, [(4, "backend_missing", "/dispatch/backend"),
+                                                     (4, "dispatch_contradicts_plan", "/dispatch/workspace_bytes")],
+         "a bundle without /dispatch/backend (written before dkb recorded it, so below level 4 for that alone) "
+         "still has its workspace_bytes checked against the plan record: the plan's workspace grew by 64 bytes, the "
+         "dispatch record kept the old size")
     def _(b):
         del b["dispatch"]["backend"]
         b["dispatch"]["plan"]["workspace_bytes"] += 64
@@ -1651,6 +1653,11 @@ def plugin_requirements(g, base, pbase):
         b["loaded"]["plugin"]["build_report"] = ref(other_report)
 
     # level 4
+    @req("backend_missing", 3, [(4, "backend_missing", "/dispatch/backend")],
+         "a selected backend the bundle has no record of: no source, workspaces, kernels or conventions")
+    def _(b):
+        del b["dispatch"]["backend"]
+
     @req("backend_contradicts_dispatch", 3, [(4, "backend_contradicts_dispatch", "/dispatch/backend/name")],
          "the backend record is another backend's than the selected one")
     def _(b):
