@@ -46,14 +46,16 @@ static int plan_one_pass(const json_t *plan) {
 /* The dispatch record's split_count and workspace_bytes are the plan record's (dkb's planner's fields:
  * a plugin's plan document has its own, and its workspaces are checked against /dispatch/backend). A
  * bundle that records the backend's workspaces takes workspace_bytes from them (ladder_backend.c): what
- * dkb allocates for the launches, where the plan record counts the split states' bytes wherever they live
- * (a cluster plan's stay in shared memory; the naive backend's scores are a workspace its one-pass plan
- * record does not count). */
+ * dkb allocates for the launches, where the plan record counts the split states' bytes wherever they live.
+ * The two agree when the states live in global memory (workspace_memory "global"); a cluster plan's stay
+ * in shared memory, and the naive backend's scores are a workspace its one-pass plan record does not count. */
 static void call_plan(struct lctx *c, const json_t *d, const json_t *plan) {
   const long long split = plan_int(d, "split_count"), ws = plan_int(d, "workspace_bytes");
   const long long slots = plan_int(plan, "max_slots_per_request"), pws = plan_int(plan, "workspace_bytes");
   const int one = plan_one_pass(plan), recorded = lad_backend(c) != NULL;
-  const long long want_split = one ? 1 : slots, want_ws = recorded ? -1 : one ? 0 : pws;
+  const char *mem = json_string_value(json_object_get(plan, "workspace_memory"));
+  const int global = mem && !strcmp(mem, "global");
+  const long long want_split = one ? 1 : slots, want_ws = recorded ? (global && !one ? pws : -1) : one ? 0 : pws;
   if (split >= 0 && want_split >= 0 && split != want_split)
     lad_finding(c, "dispatch_contradicts_plan", "/dispatch/split_count", "split_count %lld, the plan record gives %lld (%s)",
                 split, want_split, one ? "its combine is none: one pass" : "max_slots_per_request");
