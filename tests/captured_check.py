@@ -9,7 +9,8 @@ usage: captured_check.py bundles [DIR]        the bundle folders of DIR (default
        captured_check.py extra-files DIR      the files of bundle folder DIR its bundle.json does not name (a stale
                                               artifact of an earlier capture); exit 1 when there is one
        captured_check.py clusters DIR         the plan's cluster_ctas and the cluster dims of the producer launches
-                                              CUPTI recorded; exit 1 unless each matches the plan
+                                              CUPTI recorded; exit 1 unless each matches the plan ("- NAME" for
+                                              another backend than dkb_split_kv, whose plan claims no clusters)
        captured_check.py runs [INDEX]         the index's runs, one a line, once its entries and the folders beside
                                               it are the same set and exactly one entry is the baseline; else exit 1
        captured_check.py run NAME [INDEX]     the run's folder and bench.json against its entry; exit 1 with one line
@@ -60,7 +61,11 @@ def extra_files(d):
 def clusters(d):
     """A cluster plan's producer launched with cluster dims [1, cluster_ctas, 1], every other producer
     without a cluster (CUPTI 13 on the H200 reports [0, 0, 0] for those)."""
-    s = json.load(open(d + "/bundle.json"))["dispatch"]["plan"]["cluster_ctas"]
+    dispatch = json.load(open(d + "/bundle.json"))["dispatch"]
+    if dispatch["backend"]["name"] != "dkb_split_kv":  # another backend's plan document has no clusters to claim
+        print("-", dispatch["backend"]["name"])
+        return 0
+    s = dispatch["plan"]["cluster_ctas"]
     ks = [json.loads(line) for f in glob.glob(d + "/trace.*.jsonl") for line in open(f)]
     prod = [k["cluster"] for k in ks if k["record"] == "kernel" and
             ("decode_split_kv_producer" in k["name"] or "decode_split_kv_fused" in k["name"])]
