@@ -263,10 +263,18 @@ const struct backend_info *backends_admit(const struct backend_set *s, const str
   return ((const struct abi_admit_cache *)sel->caps)->info;
 }
 
+void backend_set_priority_order(const struct backend_set *s, size_t order[DISPATCH_MAX_BACKENDS]) {
+  int priority[DISPATCH_MAX_BACKENDS];
+  for (size_t i = 0; i < s->n; i++) priority[i] = s->v[i].t->priority;
+  dispatch_priority_order(priority, s->n, order);
+}
+
 json_t *backend_set_to_json(const struct backend_set *s) {
   json_t *arr = json_array();
+  size_t order[DISPATCH_MAX_BACKENDS];
+  backend_set_priority_order(s, order);
   for (size_t i = 0; i < s->n; i++) {
-    const struct backend_info *b = &s->v[i];
+    const struct backend_info *b = &s->v[order[i]];
     json_t *o = json_pack("{s:s,s:s,s:i,s:s,s:s?}", "name", b->t->name, "version", b->t->version, "priority",
                           (int)b->t->priority, "role", b->t->role ? b->t->role : "", "admits", b->t->admits);
     if (!b->lib) {

@@ -79,8 +79,12 @@ struct backend_admission {
 const struct backend_info *backends_admit(const struct backend_set *s, const struct decode_call *c, long long cc,
                                           int sm_count, struct backend_admission *ba);
 
-/* A JSON array describing every backend of the set: name, version, priority, role, source ("builtin" or the
- * plugin file), and for plugins the library's path, SHA-256, plugin name/version/ABI and upstream package. */
+/* order[0..s->n) = the indices of s->v in the order auto selection considers them (lowest priority first). */
+void backend_set_priority_order(const struct backend_set *s, size_t order[DISPATCH_MAX_BACKENDS]);
+
+/* A JSON array describing every backend of the set, in priority order: name, version, priority, role, source
+ * ("builtin" or the plugin file), and for plugins the library's path, SHA-256, plugin name/version/ABI and
+ * upstream package. */
 json_t *backend_set_to_json(const struct backend_set *s);
 
 #endif

@@ -47,12 +47,14 @@ static void dkb_backends_lists_every_backend_with_its_identity(void **s) {
   struct run_result r, sum;
   run_sh(&r, "build/dkb backends --json --plugin " TP "ok.so > %s/backends.json && "
              "/usr/bin/python3 tests/schema_check.py schemas/backends.schema.json %s/backends.json && "
-             "/usr/bin/python3 tests/jsontool.py get %s/backends.json /backends/2/name /backends/2/plugin/sha256 /backends/2/source",
+             "/usr/bin/python3 tests/jsontool.py get %s/backends.json /backends/1/name /backends/1/plugin/sha256 /backends/1/source "
+             "/backends/0/name /backends/2/name",
          tmp_dir(), tmp_dir(), tmp_dir());
   if (r.rc != 0) fail_msg("exit %d\n%s%s", r.rc, r.out, r.err);
   run_sh(&sum, "sha256sum " TP "ok.so | cut -d' ' -f1");
   char want[256];
-  snprintf(want, sizeof want, "test_backend %.64s plugin\n", sum.out);
+  /* in the order auto considers them: dkb_split_kv (10), the plugin's test_backend (70), dkb_naive_reference (100) */
+  snprintf(want, sizeof want, "test_backend %.64s plugin dkb_split_kv dkb_naive_reference\n", sum.out);
   assert_string_equal(r.out, want);
   run_result_release(&r);
   run_result_release(&sum);
@@ -62,6 +64,10 @@ static void dkb_backends_lists_every_backend_with_its_identity(void **s) {
   assert_non_null(strstr(r.out, "dkb backends: 3 (priority order decides auto selection)\n"));
   assert_non_null(strstr(r.out, "  test_backend           priority 70   version 1.0\n"));
   assert_non_null(strstr(r.out, "source: plugin test 1.0 (ABI 1)\n"));
+  const char *split = strstr(r.out, "\n  dkb_split_kv "), *test = strstr(r.out, "\n  test_backend "),
+             *naive = strstr(r.out, "\n  dkb_naive_reference ");
+  if (!split || !test || !naive || !(split < test && test < naive))
+    fail_msg("not listed by priority (10, 70, 100):\n%s", r.out);
   run_result_release(&r);
   run_sh(&r, "DKB_PLUGIN_PATH=" TP "abi2.so build/dkb backends");
   assert_int_equal(r.rc, 3);
