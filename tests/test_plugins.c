@@ -1,8 +1,8 @@
 /* test_plugins.c - the backend ABI from the loading side (include/dkb/backend.h, harness/plugin.c): dkb's
  * test plugin (tests/plugin/test_plugin.c, one library per broken rule) loads or is refused with the file
  * and the reason and the exit code the README gives, DKB_PLUGIN_PATH loads like --plugin, `dkb backends`
- * lists every backend with its identity; and the real plugins' own CPU tests (make plugin-tests) pass once
- * `make plugins` has built them. */
+ * lists every backend with its identity; the example plugin admits what it is built for; and the real
+ * plugins' own CPU tests (make plugin-tests) pass once `make plugins` has built them. */
 #include "tests/util.h"
 
 #include <glob.h>
@@ -10,6 +10,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+
+#include "harness/plugin.h"
 
 #define TP "build/tests/plugins/libtest_"
 
@@ -75,6 +77,46 @@ static void dkb_backends_lists_every_backend_with_its_identity(void **s) {
   run_result_release(&r);
 }
 
+/* The example plugin admits exactly what plugins/example/plugin.mk builds (dkb's GENCODE: sm_90 SASS and
+ * compute_90 PTX): compute capability 9.0 and later, nothing before it, and says so under H. */
+static void the_example_plugin_admits_the_capabilities_it_is_built_for(void **s) {
+  (void)s;
+  const char *path = "build/plugins/libdkb_example.so";
+  if (access(path, R_OK)) {
+    print_message("[  SKIP    ] %s is not built: run make plugins\n", path);
+    skip();
+  }
+  struct dkb_plugin_lib lib;
+  struct dkb_err err;
+  dkb_err_clear(&err);
+  if (dkb_plugin_open(path, &lib, &err)) fail_msg("%s", err.msg);
+  const struct dkb_backend *b = &lib.table->backends[0];
+  static const struct { int cc; const char *h; } cases[] = {
+      {-1, "compute_capability unknown: no CUDA device"}, {80, "compute_capability=80 unsupported (built for sm_90)"},
+      {89, "compute_capability=89 unsupported (built for sm_90)"}, {90, NULL}, {100, NULL}};
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+    struct dkb_call call;  /* zero: decode, fp16, contiguous NHD, no mask */
+    memset(&call, 0, sizeof call);
+    call.size = sizeof call;
+    call.abi_version = DKB_BACKEND_ABI_VERSION;
+    call.compute_capability = cases[i].cc;
+    call.B = call.q_len = call.H_q = call.H_kv = 1;
+    call.d_qk = call.d_v = 128;
+    call.split_policy = DKB_ABI_SPLIT_AUTO;
+    struct dkb_reason r[DKB_MAX_REASONS];
+    int n = -1;
+    assert_int_equal(b->admit(b, &call, r, DKB_MAX_REASONS, &n), 0);
+    if (!cases[i].h) {
+      if (n) fail_msg("cc %d: refused (%c: %s)", cases[i].cc, r[0].factor, r[0].text);
+      continue;
+    }
+    assert_int_equal(n, 1);
+    assert_int_equal(r[0].factor, 'H');
+    assert_string_equal(r[0].text, cases[i].h);
+  }
+  dkb_plugin_close(&lib);
+}
+
 /* The real plugins (plugins/, FlashInfer and cuDNN) run their CPU tests: loading, admission with reasons,
  * their source manifests against the wheels' RECORD. They need `make plugins` (CI runs it first). */
 static void the_real_plugins_pass_their_cpu_tests(void **s) {
@@ -106,4 +148,5 @@ static void the_real_plugins_pass_their_cpu_tests(void **s) {
 
 DKB_TEST_GROUP(plugins, cmocka_unit_test(a_plugin_that_breaks_the_abi_is_refused_naming_the_file_and_the_reason),
                cmocka_unit_test(dkb_backends_lists_every_backend_with_its_identity),
+               cmocka_unit_test(the_example_plugin_admits_the_capabilities_it_is_built_for),
                cmocka_unit_test(the_real_plugins_pass_their_cpu_tests))
