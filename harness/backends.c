@@ -2,10 +2,13 @@
  * (see backends.h). */
 #include "harness/backends.h"
 #include "harness/builtin.h"
+#include "harness/gpucheck.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include <cuda_runtime_api.h>
 
 #define BIT(x) (1u << (x))
 
@@ -261,6 +264,16 @@ const struct backend_info *backends_admit(const struct backend_set *s, const str
   const struct dispatch_backend *sel = dispatch_admit(&ba->reg, &k, &ba->a);
   if (!sel) return NULL;
   return ((const struct abi_admit_cache *)sel->caps)->info;
+}
+
+int backends_failure(const char *backend, const char *what, int rc, const char *why, char *msg, size_t n) {
+  if (!why || !*why) why = "no reason given";
+  if (rc > 0) {
+    snprintf(msg, n, "backend %s: %s returned %s: %s", backend, what, cudaGetErrorString((cudaError_t)rc), why);
+    return dkb_gpucheck_cuda_code(rc);
+  }
+  snprintf(msg, n, "backend %s: %s failed: %s", backend, what, why);
+  return DKB_FAIL;
 }
 
 void backend_set_priority_order(const struct backend_set *s, size_t order[DISPATCH_MAX_BACKENDS]) {

@@ -104,16 +104,12 @@ static int launch_failed(struct run *r, const char *reason, const struct dkb_err
   return STAGE_GRADE;
 }
 
-/* A backend's own error (plan, setup or launch returned one): the thing under test failed. */
+/* A backend's own error (plan or setup returned one), with its last_error's words: the thing under test
+ * failed, or for a CUDA error the machine may have (backends_failure). */
 static int backend_failed(struct run *r, const char *reason, const char *what, int rc, void *state) {
-  const char *why = r->sel->t->last_error(state);
-  r->launch_code = rc > 0 ? DKB_FAIL : DKB_FAIL;
-  if (rc > 0)
-    bundle_set_status(r->bundle, "launch_failed", reason, "backend %s: %s returned %s: %s", r->sel->t->name, what,
-                      cudaGetErrorString((cudaError_t)rc), why && *why ? why : "no reason given");
-  else
-    bundle_set_status(r->bundle, "launch_failed", reason, "backend %s: %s failed: %s", r->sel->t->name, what,
-                      why && *why ? why : "no reason given");
+  char msg[768];
+  r->launch_code = backends_failure(r->sel->t->name, what, rc, r->sel->t->last_error(state), msg, sizeof msg);
+  bundle_set_status(r->bundle, "launch_failed", reason, "%s", msg);
   return STAGE_GRADE;
 }
 

@@ -11,6 +11,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "harness/backends.h"
 #include "harness/plugin.h"
 
 #define TP "build/tests/plugins/libtest_"
@@ -75,6 +76,20 @@ static void dkb_backends_lists_every_backend_with_its_identity(void **s) {
   assert_int_equal(r.rc, 3);
   assert_non_null(strstr(r.err, "plugin ABI version 2, this dkb speaks 1 (from DKB_PLUGIN_PATH)\n"));
   run_result_release(&r);
+}
+
+/* A backend's failure in its own words, and the exit code: a CUDA error by what caused it (a faulting
+ * kernel: 1, the machine: 4), DKB_BACKEND_ERROR the thing under test (1). */
+static void a_backends_failure_carries_its_last_error_and_exit_code(void **s) {
+  (void)s;
+  char msg[512];
+  assert_int_equal(backends_failure("test_backend", "launch", DKB_BACKEND_ERROR, "the test plugin has no kernel", msg, sizeof msg),
+                   DKB_FAIL);
+  assert_string_equal(msg, "backend test_backend: launch failed: the test plugin has no kernel");
+  assert_int_equal(backends_failure("test_backend", "setup", 2 /* cudaErrorMemoryAllocation */, "", msg, sizeof msg), DKB_ENV);
+  assert_string_equal(msg, "backend test_backend: setup returned out of memory: no reason given");
+  assert_int_equal(backends_failure("test_backend", "plan", 700 /* cudaErrorIllegalAddress */, NULL, msg, sizeof msg), DKB_FAIL);
+  assert_non_null(strstr(msg, "backend test_backend: plan returned an illegal memory access was encountered: no reason given"));
 }
 
 /* The example plugin admits exactly what plugins/example/plugin.mk builds (dkb's GENCODE: sm_90 SASS and
@@ -148,5 +163,6 @@ static void the_real_plugins_pass_their_cpu_tests(void **s) {
 
 DKB_TEST_GROUP(plugins, cmocka_unit_test(a_plugin_that_breaks_the_abi_is_refused_naming_the_file_and_the_reason),
                cmocka_unit_test(dkb_backends_lists_every_backend_with_its_identity),
+               cmocka_unit_test(a_backends_failure_carries_its_last_error_and_exit_code),
                cmocka_unit_test(the_example_plugin_admits_the_capabilities_it_is_built_for),
                cmocka_unit_test(the_real_plugins_pass_their_cpu_tests))
