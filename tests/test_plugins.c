@@ -92,6 +92,22 @@ static void a_backends_failure_carries_its_last_error_and_exit_code(void **s) {
   assert_non_null(strstr(msg, "backend test_backend: plan returned an illegal memory access was encountered: no reason given"));
 }
 
+/* On a GPU, the test plugin's launch fails (it has no kernel): the run says so in the backend's words
+ * (its last_error), with exit 1, not as a profiler that refused nor as an unknown CUDA error. */
+static void gpu_a_failed_launch_reports_the_backends_own_error(void **s) {
+  (void)s;
+  SKIP_WITHOUT_GPU();
+  struct run_result r;
+  run_sh(&r, "/usr/bin/python3 tests/jsontool.py edit fixtures/decode/dk128-dv64.json %s/launch.json set /split '{\"policy\": \"auto\"}' && "
+             "build/dkb run %s/launch.json -o %s/launch-out --quiet --plugin " TP "ok.so --backend test_backend; echo rc=$?; "
+             "/usr/bin/python3 tests/jsontool.py get %s/launch-out/bundle.json /status/terminal /status/reasons/0/detail",
+         tmp_dir(), tmp_dir(), tmp_dir(), tmp_dir());
+  if (!strstr(r.out, "rc=1\nlaunch_failed backend test_backend: launch of the traced call failed: the test plugin has no kernel\n") ||
+      strstr(r.out, "CUPTI") || strstr(r.out, "unrecognized"))
+    fail_msg("%s%s", r.out, r.err);
+  run_result_release(&r);
+}
+
 /* The example plugin admits exactly what plugins/example/plugin.mk builds (dkb's GENCODE: sm_90 SASS and
  * compute_90 PTX): compute capability 9.0 and later, nothing before it, and says so under H. */
 static void the_example_plugin_admits_the_capabilities_it_is_built_for(void **s) {
@@ -164,5 +180,6 @@ static void the_real_plugins_pass_their_cpu_tests(void **s) {
 DKB_TEST_GROUP(plugins, cmocka_unit_test(a_plugin_that_breaks_the_abi_is_refused_naming_the_file_and_the_reason),
                cmocka_unit_test(dkb_backends_lists_every_backend_with_its_identity),
                cmocka_unit_test(a_backends_failure_carries_its_last_error_and_exit_code),
+               cmocka_unit_test(gpu_a_failed_launch_reports_the_backends_own_error),
                cmocka_unit_test(the_example_plugin_admits_the_capabilities_it_is_built_for),
                cmocka_unit_test(the_real_plugins_pass_their_cpu_tests))
