@@ -148,7 +148,8 @@ static const struct command COMMANDS[] = {
      "  --json              print one JSON report (schema dkb.validate-report/v1)\n"
      "  --source-root DIR   re-hash the level-1 source files under DIR and check their symbol spans\n"
      "  --allow-synthetic   let synthetic (schema-test) bundles satisfy --require-level\n"
-     "  --list-reasons      print every reason id with its level and meaning, then exit\n\n"
+     "  --list-reasons      print every reason id with its meaning, then exit: the ladder's by level, then\n"
+     "                      the trace ladder's (dkb trace bundles) by finding\n\n"
      "Exit 0 when every bundle claims no more than it proves (and reaches N), 1 otherwise, 3 when a file\n"
      "is not a bundle.\n"},
     {"backends", cmd_backends, "dkb backends [--json] [--plugin PATH]...",
