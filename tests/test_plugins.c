@@ -148,6 +148,19 @@ static void the_example_plugin_admits_the_capabilities_it_is_built_for(void **s)
   dkb_plugin_close(&lib);
 }
 
+/* Each plugin's source manifest hashes the make fragment that builds it: plugins/P/chain.json lists
+ * plugins/P/plugin.mk among its "files" (its flags and gencode are part of what was built). */
+static void every_plugins_chain_spec_lists_its_plugin_mk(void **s) {
+  (void)s;
+  struct run_result r;
+  run_sh(&r, "for m in plugins/*/plugin.mk; do d=${m%%/plugin.mk}; "
+             "/usr/bin/python3 -c 'import json,sys; sys.exit(sys.argv[2] not in json.load(open(sys.argv[1])).get(\"files\", []))' "
+             "$d/chain.json $m || echo \"$d/chain.json: no $m in /files\"; done; ls plugins/*/plugin.mk | wc -l");
+  assert_int_equal(r.rc, 0);
+  if (atoi(r.out) < 3 || strchr(r.out, ':')) fail_msg("%s%s", r.out, r.err);
+  run_result_release(&r);
+}
+
 /* The real plugins (plugins/, FlashInfer and cuDNN) run their CPU tests: loading, admission with reasons,
  * their source manifests against the wheels' RECORD. They need `make plugins` (CI runs it first). */
 static void the_real_plugins_pass_their_cpu_tests(void **s) {
@@ -182,4 +195,5 @@ DKB_TEST_GROUP(plugins, cmocka_unit_test(a_plugin_that_breaks_the_abi_is_refused
                cmocka_unit_test(a_backends_failure_carries_its_last_error_and_exit_code),
                cmocka_unit_test(gpu_a_failed_launch_reports_the_backends_own_error),
                cmocka_unit_test(the_example_plugin_admits_the_capabilities_it_is_built_for),
+               cmocka_unit_test(every_plugins_chain_spec_lists_its_plugin_mk),
                cmocka_unit_test(the_real_plugins_pass_their_cpu_tests))
