@@ -78,6 +78,36 @@ static void dkb_backends_lists_every_backend_with_its_identity(void **s) {
   run_result_release(&r);
 }
 
+/* The test plugin's variants that break a rule at admission or plan time, run on this host (admit accepts
+ * compute capability -1, so plan runs without a GPU): each ends the run with its reason in the bundle and
+ * the summary, a failed plan in the backend's own words (its last_error), and the exit code docs/backends.md
+ * gives. */
+static void a_plugin_whose_admit_or_plan_fails_ends_the_run_with_its_reason(void **s) {
+  (void)s;
+  static const struct { const char *variant; int rc; const char *reason; } cases[] = {
+      {"planfail", 1, "backend_plan_failed: backend test_backend: plan failed: the test plugin's plan fails on purpose"},
+      {"badws", 1, "backend_plan_invalid: backend test_backend: workspace 'scratch' has kind 7, which dkb does not know"},
+      {"badlse", 1, "backend_plan_invalid: backend test_backend: plan lse_base 9, which dkb does not know"},
+      {"badkernel", 1, "backend_plan_invalid: backend test_backend: kernel test_plugin_kernel has match kind 5, which dkb does not know"},
+      {"badjson", 1, "backend_plan_invalid: backend test_backend: its plan document is not a JSON object: "},
+      {"admitfail", -1, "backend_rejected: the forced backend test_backend was refused: admit failed: the test plugin's admit fails on purpose"},
+  };
+  struct run_result r;
+  run_sh(&r, "/usr/bin/python3 tests/jsontool.py edit fixtures/decode/dk128-dv64.json %s/plugin-call.json set /split '{\"policy\": \"auto\"}'",
+         tmp_dir());
+  assert_int_equal(r.rc, 0);
+  run_result_release(&r);
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+    run_sh(&r, "build/dkb run %s/plugin-call.json -o %s/plugin-%s --plugin " TP "%s.so --backend test_backend", tmp_dir(), tmp_dir(),
+           cases[i].variant, cases[i].variant);
+    char want[400];
+    snprintf(want, sizeof want, "\n  reason      %s", cases[i].reason);
+    if ((cases[i].rc >= 0 && r.rc != cases[i].rc) || !strstr(r.out, want))
+      fail_msg("%s: exit %d (want %d)\n%s%s\nwant: %s", cases[i].variant, r.rc, cases[i].rc, r.out, r.err, want + 1);
+    run_result_release(&r);
+  }
+}
+
 /* A backend's failure in its own words, and the exit code: a CUDA error by what caused it (a faulting
  * kernel: 1, the machine: 4), DKB_BACKEND_ERROR the thing under test (1). */
 static void a_backends_failure_carries_its_last_error_and_exit_code(void **s) {
@@ -192,6 +222,7 @@ static void the_real_plugins_pass_their_cpu_tests(void **s) {
 
 DKB_TEST_GROUP(plugins, cmocka_unit_test(a_plugin_that_breaks_the_abi_is_refused_naming_the_file_and_the_reason),
                cmocka_unit_test(dkb_backends_lists_every_backend_with_its_identity),
+               cmocka_unit_test(a_plugin_whose_admit_or_plan_fails_ends_the_run_with_its_reason),
                cmocka_unit_test(a_backends_failure_carries_its_last_error_and_exit_code),
                cmocka_unit_test(gpu_a_failed_launch_reports_the_backends_own_error),
                cmocka_unit_test(the_example_plugin_admits_the_capabilities_it_is_built_for),
