@@ -9,8 +9,10 @@
 
 static void print_human(const struct backend_set *s) {
   printf("dkb backends: %zu (priority order decides auto selection)\n", s->n);
-  for (size_t i = 0; i < s->n; i++) {
-    const struct backend_info *b = &s->v[i];
+  size_t order[DISPATCH_MAX_BACKENDS];
+  backend_set_priority_order(s, order);
+  for (size_t i = 0; i < s->n; i++) {  /* as auto considers them: the first eligible one wins */
+    const struct backend_info *b = &s->v[order[i]];
     printf("  %-22s priority %-4d version %s\n", b->t->name, (int)b->t->priority, b->t->version);
     if (b->t->role && *b->t->role) printf("  %-22s %s\n", "", b->t->role);
     printf("  %-22s admits: %s\n", "", b->t->admits && *b->t->admits ? b->t->admits : "(not described; see a run's admission reasons)");

@@ -27,6 +27,9 @@ static void describe(const char *role, const struct bench_run *r) {
 }
 
 static json_t *num_or_null(double x) { return isfinite(x) ? json_real(x) : json_null(); }
+/* A side's median, NAN when it has no such case or the case was not timed (null, or 0 in older runs):
+ * printed "-" and written null, as every figure a side lacks. */
+static double median_of(const struct bench_run_case *c) { return c && c->median_us > 0 ? c->median_us : NAN; }
 static json_t *str_or_null(const char *s) { return s ? json_string(s) : json_null(); }
 
 static json_t *run_json(const struct bench_run *r) {
@@ -45,7 +48,7 @@ static json_t *report(const struct bench_run *a, const struct bench_run *b, cons
   for (int i = 0; i < n; i++) {
     const struct bench_run_case *x = d[i].base >= 0 ? &a->cases[d[i].base] : NULL, *y = d[i].cand >= 0 ? &b->cases[d[i].cand] : NULL;
     json_array_append_new(rows, json_pack("{s:s,s:o,s:o,s:o,s:o,s:s,s:o,s:o,s:o,s:o}", "name", x ? x->name : y->name, "base_us",
-                                          num_or_null(x ? x->median_us : NAN), "new_us", num_or_null(y ? y->median_us : NAN),
+                                          num_or_null(median_of(x)), "new_us", num_or_null(median_of(y)),
                                           "change_pct", num_or_null(d[i].pct), "noise_pct", num_or_null(d[i].band), "verdict",
                                           bench_change_name(d[i].change), "base_fraction", num_or_null(x ? x->frac : NAN),
                                           "new_fraction", num_or_null(y ? y->frac : NAN), "base_slowed", slowed_json(x),
@@ -88,9 +91,9 @@ static void print_table(const struct bench_run *a, const struct bench_run *b, co
   for (int i = 0; i < n; i++) {
     const struct bench_run_case *x = d[i].base >= 0 ? &a->cases[d[i].base] : NULL, *y = d[i].cand >= 0 ? &b->cases[d[i].cand] : NULL;
     printf("%-36s ", x ? x->name : y->name);
-    cell(x ? x->median_us : NAN, "%*.2f", 10);
+    cell(median_of(x), "%*.2f", 10);
     printf(" ");
-    cell(y ? y->median_us : NAN, "%*.2f", 10);
+    cell(median_of(y), "%*.2f", 10);
     printf(" ");
     cell(d[i].pct, "%+*.1f%%", 7);
     printf(" ");

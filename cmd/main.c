@@ -79,8 +79,8 @@ static const struct command COMMANDS[] = {
      "or a kernel faulted, 3 on a malformed fixture, 4 when the machine failed a launch (out of device\n"
      "memory, a driver error) or --require-level asks for more than this host can give.\n"},
     {"bench", cmd_bench,
-     "dkb bench [FIXTURE... | --matrix FILE] [-o DIR] [--graph] [--cold] [--max-time S] [--no-roofline] [--counters]\n"
-     "          [--require-targets]",
+     "dkb bench [FIXTURE... | --matrix FILE] [-o DIR] [--backend A,B,...] [--plugin PATH]... [--graph] [--cold]\n"
+     "          [--max-time S] [--no-roofline] [--counters] [--require-targets]",
      "sweep decode calls against the streaming-read roofline",
      "Runs each case (a decode fixture, or every fixture x split variant of a dkb.bench-matrix/v1 file)\n"
      "through the same runner as `dkb run` (each case writes a graded bundle under DIR/cases/), and\n"
@@ -92,11 +92,18 @@ static const struct command COMMANDS[] = {
      "the same-bytes read: the roofline kernel over a buffer of the call's (visible) bytes, timed as the\n"
      "call (what one launch that only reads them measures), and rfrac = read / median;\n"
      "compares auto with the best forced split count of each fixture; judges the matrix's targets (a\n"
-     "case's \"target\": roofline_fraction and visible_roofline_fraction floors, within_pct_of another\n"
-     "fixture's median; the matrix's auto_within_pct) on level-6 results; writes DIR/bench.json,\n"
-     "DIR/bench.csv and DIR/roofline-fraction.svg (`dkb compare` reads two bench.json files).\n\n"
+     "case's \"target\": roofline_fraction, visible_roofline_fraction and read_fraction floors, the last\n"
+     "over its same-bytes read, within_pct_of another fixture's median; the matrix's auto_within_pct) on\n"
+     "level-6 results; writes DIR/bench.json, DIR/bench.csv and DIR/roofline-fraction.svg (`dkb compare`\n"
+     "reads two bench.json files). fixtures/bench/matrix.json is the H200 sweep, fixtures/bench/serving.json\n"
+     "the serving batches side by side with FlashInfer and cuDNN (--plugin each; make plugins builds them).\n\n"
      "  --matrix FILE   the sweep (fixture paths relative to FILE; splits: [\"auto\", 1, 2, ...])\n"
      "  -o, --output DIR  output folder (default bench-out)\n"
+     "  --backend A,B,...  run every case once per backend, forced, on the same inputs (at most 8; it\n"
+     "                  replaces the matrix's \"backends\"), print them side by side and judge A against\n"
+     "                  each other backend that admitted the call (\"median <= B's\")\n"
+     "  --plugin PATH   load a backend plugin (repeatable; also DKB_PLUGIN_PATH) whose backends --backend\n"
+     "                  or the matrix names\n"
      "  --graph         time CUDA graph replays (graph mode becomes part of every call key)\n"
      "  --cold          flush L2 before every sample (by reading 2x L2: no dirty lines)\n"
      "  --max-time S    sampling limit per case (default 2)\n"
@@ -109,7 +116,8 @@ static const struct command COMMANDS[] = {
      "Exit 0, 1 when a case's output is wrong or its kernel faulted (or, with --require-targets, a target\n"
      "is missed), 3 on a malformed matrix or fixture, 4 when the machine failed a case's launch or\n"
      "--require-targets meets a target this host cannot measure.\n"},
-    {"compare", cmd_compare, "dkb compare BASE NEW [--noise PCT] [--min-noise PCT] [--json]",
+    {"compare", cmd_compare,
+     "dkb compare BASE NEW [--noise PCT] [--min-noise PCT] [--base-backend A] [--new-backend B] [--json]",
      "compare two bench runs case by case (the regression gate)",
      "Matches the cases of two `dkb bench` results (bench.json files, schema dkb.bench/v1, or the folders\n"
      "`dkb bench -o` wrote them to) by name and prints each median, the change (new / base - 1), the noise\n"
@@ -121,6 +129,10 @@ static const struct command COMMANDS[] = {
      "kernels'.\n\n"
      "  --noise PCT       one band for every case instead of the recorded noise (runs without rel_stdev)\n"
      "  --min-noise PCT   the least band (default 0.5)\n"
+     "  --base-backend A  only the cases BASE ran under backend A (a side-by-side run holds each name once\n"
+     "                    per backend; reading one whole is malformed input)\n"
+     "  --new-backend B   only the cases NEW ran under backend B; with two different backends, the same\n"
+     "                    fixture and split is the same call (two backends of one run compared)\n"
      "  --json            print one JSON report (schema dkb.compare-report/v1) instead of the table\n\n"
      "Exit 0 when no case is slower beyond its band, 1 when one is, 3 when a file is not a bench result,\n"
      "4 when no case could be judged (nothing measured at level 6 in both runs, or no noise known).\n"},
@@ -136,7 +148,8 @@ static const struct command COMMANDS[] = {
      "  --json              print one JSON report (schema dkb.validate-report/v1)\n"
      "  --source-root DIR   re-hash the level-1 source files under DIR and check their symbol spans\n"
      "  --allow-synthetic   let synthetic (schema-test) bundles satisfy --require-level\n"
-     "  --list-reasons      print every reason id with its level and meaning, then exit\n\n"
+     "  --list-reasons      print every reason id with its meaning, then exit: the ladder's by level, then\n"
+     "                      the trace ladder's (dkb trace bundles) by finding\n\n"
      "Exit 0 when every bundle claims no more than it proves (and reaches N), 1 otherwise, 3 when a file\n"
      "is not a bundle.\n"},
     {"backends", cmd_backends, "dkb backends [--json] [--plugin PATH]...",

@@ -12,8 +12,11 @@
 #include "evidence/trace_ladder.h"
 #include "lib/jread.h"
 
+/* Two catalogues: the ladder's reasons (evidence bundles, by level) and the trace ladder's (trace bundles,
+ * by finding), which grade different documents and share no id. */
 static int list_reasons(int as_json) {
-  json_t *all = json_array();
+  json_t *all = json_array(), *trace = json_array();
+  if (!as_json) printf("evidence bundles (dkb.bundle/v1): level, kind, reason, what is required\n");
   for (const struct ladder_reason *r = ladder_reasons; r->id; r++) {
     if (as_json)
       json_array_append_new(all, json_pack("{s:s,s:i,s:s,s:s}", "id", r->id, "level", r->level, "kind", ladder_kind_name(r->kind),
@@ -21,11 +24,20 @@ static int list_reasons(int as_json) {
     else if (r->level < 0) printf("any  %-12s  %-34s  %s\n", ladder_kind_name(r->kind), r->id, r->summary);
     else printf("%-3d  %-12s  %-34s  %s\n", r->level, ladder_kind_name(r->kind), r->id, r->summary);
   }
+  if (!as_json) printf("\ntrace bundles (dkb.trace/v1, no level of the ladder): finding, kind, reason, what is required\n");
+  for (const struct trace_reason *r = trace_reasons; r->id; r++) {
+    const char *finding = r->finding < 0 ? "bundle" : trace_finding_names[r->finding];
+    if (as_json)
+      json_array_append_new(trace, json_pack("{s:s,s:s,s:s,s:s}", "id", r->id, "finding", finding, "kind",
+                                             ladder_kind_name(r->kind), "summary", r->summary));
+    else printf("%-8s  %-12s  %-36s  %s\n", finding, ladder_kind_name(r->kind), r->id, r->summary);
+  }
   if (!as_json) {
     json_decref(all);
+    json_decref(trace);
     return DKB_OK;
   }
-  return cmd_print_json(json_pack("{s:s,s:o}", "schema", "dkb.reason-catalogue/v1", "reasons", all));
+  return cmd_print_json(json_pack("{s:s,s:o,s:o}", "schema", "dkb.reason-catalogue/v1", "reasons", all, "trace_reasons", trace));
 }
 
 /* A dkb.trace/v1 bundle (`dkb trace`): graded by the trace ladder's named findings, the same code dkb trace

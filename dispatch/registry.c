@@ -370,6 +370,14 @@ static void copy_reasons(struct admit_reasons *dst, const struct admit_reasons *
   dst->dropped += src->dropped;
 }
 
+void dispatch_priority_order(const int *priority, size_t n, size_t *order) {
+  for (size_t i = 0; i < n; i++) {  /* a stable insertion sort: the tables are tiny */
+    size_t j = i;
+    while (j > 0 && priority[order[j - 1]] > priority[i]) { order[j] = order[j - 1]; j--; }
+    order[j] = i;
+  }
+}
+
 const struct dispatch_backend *dispatch_admit(const struct dispatch_registry *reg, const struct dispatch_key *k,
                                               struct admission *a) {
   char why[256];
@@ -384,13 +392,11 @@ const struct dispatch_backend *dispatch_admit(const struct dispatch_registry *re
     a->outcome = ADM_MALFORMED_CALL;
     return NULL;
   }
-  /* Stage 1: every registered backend, in priority order (stable insertion sort on a tiny table). */
+  /* Stage 1: every registered backend, in priority order. */
   size_t order[DISPATCH_MAX_BACKENDS];
-  for (size_t i = 0; i < reg->n; i++) {
-    size_t j = i;
-    while (j > 0 && reg->backends[order[j - 1]].priority > reg->backends[i].priority) { order[j] = order[j - 1]; j--; }
-    order[j] = i;
-  }
+  int priority[DISPATCH_MAX_BACKENDS];
+  for (size_t i = 0; i < reg->n; i++) priority[i] = reg->backends[i].priority;
+  dispatch_priority_order(priority, reg->n, order);
   a->n = reg->n;
   for (size_t i = 0; i < reg->n; i++) {
     struct admission_candidate *c = &a->cand[i];

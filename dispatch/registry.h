@@ -195,6 +195,10 @@ int dispatch_request_known(const struct dispatch_registry *reg, const char *requ
  * in-domain candidate's reasons, or the malformed call's). Nothing when a backend was selected. */
 void admission_why_none(const struct admission *a, struct dkb_buf *out);
 
+/* order[0..n) = the indices of priority[0..n), lowest (most preferred) first, ties in index order: the
+ * order in which the auto policy considers backends. */
+void dispatch_priority_order(const int *priority, size_t n, size_t *order);
+
 /* Runs every stage for key k against reg; returns the selected backend, or NULL with a->outcome
  * saying why. Never falls back from a forced request. */
 const struct dispatch_backend *dispatch_admit(const struct dispatch_registry *reg, const struct dispatch_key *k,

@@ -2,10 +2,13 @@
  * (see backends.h). */
 #include "harness/backends.h"
 #include "harness/builtin.h"
+#include "harness/gpucheck.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include <cuda_runtime_api.h>
 
 #define BIT(x) (1u << (x))
 
@@ -263,10 +266,28 @@ const struct backend_info *backends_admit(const struct backend_set *s, const str
   return ((const struct abi_admit_cache *)sel->caps)->info;
 }
 
+int backends_failure(const char *backend, const char *what, int rc, const char *why, char *msg, size_t n) {
+  if (!why || !*why) why = "no reason given";
+  if (rc > 0) {
+    snprintf(msg, n, "backend %s: %s returned %s: %s", backend, what, cudaGetErrorString((cudaError_t)rc), why);
+    return dkb_gpucheck_cuda_code(rc);
+  }
+  snprintf(msg, n, "backend %s: %s failed: %s", backend, what, why);
+  return DKB_FAIL;
+}
+
+void backend_set_priority_order(const struct backend_set *s, size_t order[DISPATCH_MAX_BACKENDS]) {
+  int priority[DISPATCH_MAX_BACKENDS];
+  for (size_t i = 0; i < s->n; i++) priority[i] = s->v[i].t->priority;
+  dispatch_priority_order(priority, s->n, order);
+}
+
 json_t *backend_set_to_json(const struct backend_set *s) {
   json_t *arr = json_array();
+  size_t order[DISPATCH_MAX_BACKENDS];
+  backend_set_priority_order(s, order);
   for (size_t i = 0; i < s->n; i++) {
-    const struct backend_info *b = &s->v[i];
+    const struct backend_info *b = &s->v[order[i]];
     json_t *o = json_pack("{s:s,s:s,s:i,s:s,s:s?}", "name", b->t->name, "version", b->t->version, "priority",
                           (int)b->t->priority, "role", b->t->role ? b->t->role : "", "admits", b->t->admits);
     if (!b->lib) {

@@ -79,8 +79,19 @@ struct backend_admission {
 const struct backend_info *backends_admit(const struct backend_set *s, const struct decode_call *c, long long cc,
                                           int sm_count, struct backend_admission *ba);
 
-/* A JSON array describing every backend of the set: name, version, priority, role, source ("builtin" or the
- * plugin file), and for plugins the library's path, SHA-256, plugin name/version/ABI and upstream package. */
+/* A backend's own failure: its WHAT (plan, setup, launch) returned rc, DKB_BACKEND_ERROR or a cudaError_t,
+ * and its last_error said why (NULL or "": nothing). Writes "backend NAME: WHAT failed: WHY" or "backend
+ * NAME: WHAT returned <CUDA error text>: WHY" into msg and returns the exit code: a CUDA error's
+ * (dkb_gpucheck_cuda_code: DKB_FAIL when a kernel caused it, DKB_ENV when the machine did, such as out of
+ * device memory), else DKB_FAIL, the thing under test failed. */
+int backends_failure(const char *backend, const char *what, int rc, const char *why, char *msg, size_t n);
+
+/* order[0..s->n) = the indices of s->v in the order auto selection considers them (lowest priority first). */
+void backend_set_priority_order(const struct backend_set *s, size_t order[DISPATCH_MAX_BACKENDS]);
+
+/* A JSON array describing every backend of the set, in priority order: name, version, priority, role, source
+ * ("builtin" or the plugin file), and for plugins the library's path, SHA-256, plugin name/version/ABI and
+ * upstream package. */
 json_t *backend_set_to_json(const struct backend_set *s);
 
 #endif

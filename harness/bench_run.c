@@ -72,7 +72,7 @@ static int execute_case(struct bench_matrix *m, int i, const struct bench_opts *
     rep->load_err = err;
     return -1;
   }
-  if (bc->backend[0]) snprintf(call.backend, sizeof call.backend, "%s", bc->backend);
+  if (bc->backend[0]) snprintf(call.backend, sizeof call.backend, "%s", bc->backend);  /* side by side: forced */
   if (backends_check_request(o->backends, &call, err)) {
     rep->load_err = err;
     decode_call_release(&call);
@@ -82,7 +82,6 @@ static int execute_case(struct bench_matrix *m, int i, const struct bench_opts *
     call.split_policy = SPLIT_FIXED;
     call.splits = call.capacity = bc->forced_splits;
   }
-  if (bc->backend[0]) snprintf(call.backend, sizeof call.backend, "%s", bc->backend);  /* side by side: forced */
   if (o->graph) call.graph = 1;
   struct run_opts ro;
   memset(&ro, 0, sizeof ro);

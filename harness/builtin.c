@@ -410,7 +410,8 @@ static const struct dkb_backend TABLES[2] = {
      "mask and split policy, append, graph mode; sm_90"},
     {"dkb_naive_reference", DKB_VERSION, 100, "naive one-row-per-CTA reference, no split", NULL, builtin_admit,
      builtin_plan, builtin_setup, builtin_launch, builtin_release, builtin_last_error,
-     "fp16/bf16/fp32, head dims <= 1024, any query rows, every layout and mask, append; no graph mode; sm_90"},
+     "fp16/bf16/fp32, head dims <= 1024 (multiples of 8; 4 for fp32), any query rows per K/V head, every layout and mask, "
+     "append; no graph mode; sm_90"},
 };
 
 int builtin_kernel_binaries(const struct dkb_backend *t, void *state, struct dkb_kernel_info *out, int cap) {

@@ -4,12 +4,15 @@
  * knows files, dtypes and index members, not decode structs; `dkb run FIXTURE --dump DIR` fills it.
  * tests/dump_check.py is the independent float64 checker of the decode dump described below.
  *
- * Folder rules. dump_open creates DIR (mkdir -p) or accepts an empty one. A folder that holds a
- * previous dump (index.json with "schema": "dkb.dump/v1", and nothing but the files it lists and
- * leftover temp files of them) is emptied first: index.json goes before its tensors, so an interrupted
- * replacement never leaves an index naming other tensors. Any other non-empty folder is refused
- * (DKB_USAGE): dkb never deletes a file it did not write. Each .npy is written atomically as it is
- * added; index.json is written LAST, so a folder without index.json is not a finished dump.
+ * Folder rules. `dkb run --dump DIR` never reuses a folder: it refuses a non-empty DIR before any work
+ * (harness/outdir.h, outdir_prepare_dump: exit 4, the code -o gives a folder it will not write in), so
+ * dump_open meets a new or empty folder there. dump_open itself creates DIR (mkdir -p) or accepts an
+ * empty one; a folder that holds a previous dump (index.json with "schema": "dkb.dump/v1", and nothing
+ * but the files it lists and leftover temp files of them) it empties first: index.json goes before its
+ * tensors, so an interrupted replacement never leaves an index naming other tensors. Any other
+ * non-empty folder it refuses (DKB_USAGE): dkb never deletes a file it did not write. Each .npy is
+ * written atomically as it is added; index.json is written LAST, so a folder without index.json is not
+ * a finished dump.
  *
  * Dtypes. dkb dtype names map to npy descrs: fp16 '<f2', fp32 '<f4', fp64 '<f8', int32 '<i4',
  * int64 '<i8', uint8 '|u1', and bf16 (NumPy has none) '<u2': the raw bfloat16 bit patterns; the index

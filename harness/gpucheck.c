@@ -42,6 +42,8 @@ static int cuda_exit_code(cudaError_t e) {
   }
 }
 
+int dkb_gpucheck_cuda_code(int status) { return cuda_exit_code((cudaError_t)status); }
+
 int dkb_gpucheck_cuda(struct dkb_err *err, int status, const char *call, const char *file, int line) {
   cudaError_t e = (cudaError_t)status;
   (void)cudaGetLastError();

@@ -31,6 +31,8 @@ typedef int (*dkb_launch_fn)(void *arg, void *stream);
  * under test causes (illegal address, launch failure, ...) and DKB_ENV for everything else (no
  * driver, no device, no privileges, out of memory). */
 int dkb_gpucheck_cuda(struct dkb_err *err, int status, const char *call, const char *file, int line);
+/* That exit code alone, for a nonzero cudaError_t status. */
+int dkb_gpucheck_cuda_code(int status);
 int dkb_gpucheck_cupti(struct dkb_err *err, int status, const char *call, const char *file, int line);
 /* Shared formatter for libraries with their own strings (NVML): name may equal text. */
 int dkb_gpucheck_fail(struct dkb_err *err, int code, const char *name, const char *text, const char *call,

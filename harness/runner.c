@@ -64,6 +64,8 @@ struct run {
   void *k_after, *v_after;
   json_t *meas;                        /* /measurement (borrowed from the bundle) */
   int launch_code;                     /* launch_failed: the exit code its error calls for */
+  int launch_rc;                       /* what the backend's first failed launch returned (0: none failed) */
+  char launch_why[512];                /* and what its last_error said then */
 };
 
 static void progress(const struct run *r, const char *stage, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
@@ -82,10 +84,18 @@ void run_result_release(struct run_result *r) {
   memset(r, 0, sizeof *r);
 }
 
-/* The launch every pass makes: the selected backend's, on the stream the pass gives. */
+/* The launch every pass makes: the selected backend's, on the stream the pass gives. A failure is kept
+ * with the backend's own words, read at once (last_error may be per thread, or overwritten by the next
+ * call): the pass that called it sees only a status, which need not be a cudaError_t. */
 static int launch_selected(void *arg, void *stream) {
   struct run *r = arg;
-  return r->sel->t->launch(r->state, &r->d.call, r->d.ws, stream);
+  int rc = r->sel->t->launch(r->state, &r->d.call, r->d.ws, stream);
+  if (rc && !r->launch_rc) {
+    const char *why = r->sel->t->last_error(r->state);
+    r->launch_rc = rc;
+    snprintf(r->launch_why, sizeof r->launch_why, "%s", why ? why : "");
+  }
+  return rc;
 }
 
 /* A failed launch, poison or download: the bundle says launch_failed with the CUDA error. */
@@ -104,16 +114,22 @@ static int launch_failed(struct run *r, const char *reason, const struct dkb_err
   return STAGE_GRADE;
 }
 
-/* A backend's own error (plan, setup or launch returned one): the thing under test failed. */
+/* A backend's own error (plan or setup returned one), with its last_error's words: the thing under test
+ * failed, or for a CUDA error the machine may have (backends_failure). */
 static int backend_failed(struct run *r, const char *reason, const char *what, int rc, void *state) {
-  const char *why = r->sel->t->last_error(state);
-  r->launch_code = rc > 0 ? DKB_FAIL : DKB_FAIL;
-  if (rc > 0)
-    bundle_set_status(r->bundle, "launch_failed", reason, "backend %s: %s returned %s: %s", r->sel->t->name, what,
-                      cudaGetErrorString((cudaError_t)rc), why && *why ? why : "no reason given");
-  else
-    bundle_set_status(r->bundle, "launch_failed", reason, "backend %s: %s failed: %s", r->sel->t->name, what,
-                      why && *why ? why : "no reason given");
+  char msg[768];
+  r->launch_code = backends_failure(r->sel->t->name, what, rc, r->sel->t->last_error(state), msg, sizeof msg);
+  bundle_set_status(r->bundle, "launch_failed", reason, "%s", msg);
+  return STAGE_GRADE;
+}
+
+/* The backend's launch failed (launch_selected kept what it returned and said): the bundle says so in the
+ * backend's words, with the exit code backends_failure gives, never as a CUDA or CUPTI failure of dkb's. */
+static int launch_refused(struct run *r, const char *when) {
+  char what[1200], msg[2048];
+  snprintf(what, sizeof what, "launch %s", when);
+  r->launch_code = backends_failure(r->sel->t->name, what, r->launch_rc, r->launch_why, msg, sizeof msg);
+  bundle_set_status(r->bundle, "launch_failed", "launch_failed", "%s", msg);
   return STAGE_GRADE;
 }
 
@@ -253,12 +269,23 @@ static int stage_capture(struct run *r, struct dkb_err *err) {
   dkb_err_clear(&e2);
   if (device_call_poison(&r->d, &e2)) return launch_failed(r, "poison_failed", &e2, NULL);
   int traced = dkb_trace_capture(0, range, 1, launch_selected, r, NULL, &r->tr, &e2) == 0;
+  if (!traced && r->launch_rc) {  /* the backend's launch failed, not CUPTI: nothing to retry untraced */
+    if (r->tr.nkernels && run_evidence_execution(r->bundle, r->o->out_dir, &r->tr, range, r->res->kernels,
+                                                 sizeof r->res->kernels, err))
+      return -1;
+    return launch_refused(r, "of the traced call");
+  }
   if (!traced && r->tr.nkernels == 0) {
     /* CUPTI may be refused (privileges, another profiler): still check correctness untraced */
     char why[1024];
     snprintf(why, sizeof why, "%s", e2.msg);
     dkb_err_clear(&e2);
     int lrc = launch_selected(r, NULL);
+    if (r->launch_rc) {
+      char when[1100];
+      snprintf(when, sizeof when, "untraced after CUPTI refused (%s)", why);
+      return launch_refused(r, when);
+    }
     if (!lrc) lrc = (int)cudaDeviceSynchronize();
     if (lrc) {
       dkb_gpucheck_cuda(&e2, lrc, "the backend's launch or cudaDeviceSynchronize()", __FILE__, __LINE__);
@@ -332,7 +359,7 @@ static int stage_timing(struct run *r, struct dkb_err *err) {
   if (trc) {
     json_decref(before);
     json_decref(after);
-    return launch_failed(r, "timing_failed", &e2, NULL);
+    return r->launch_rc ? launch_refused(r, "in the timing pass") : launch_failed(r, "timing_failed", &e2, NULL);
   }
   json_t *timing = run_evidence_timing(&r->tm, &to, before, after, r->nvml.lib != NULL, err);
   if (!timing) return -1;
@@ -349,7 +376,7 @@ static int stage_timing(struct run *r, struct dkb_err *err) {
              (!r->lse_gpu || !memcmp(lse_again, r->lse_gpu, r->d.lse_bytes));
   free(o_again);
   free(lse_again);
-  if (lrc > 0) dkb_gpucheck_cuda(&e2, lrc, "the backend's launch", __FILE__, __LINE__);
+  if (r->launch_rc) return launch_refused(r, "of the call after the timing pass");
   if (lrc || drc) return launch_failed(r, "launch_failed", &e2, "the call after the timing pass: ");
   json_object_set_new(timing, "repeat_check",
                       json_pack("{s:s,s:I,s:b}", "rule", "outputs poisoned, the call run once more after the timed samples, O and LSE compared bitwise with the checked call",
@@ -384,7 +411,7 @@ static int stage_counters(struct run *r, struct dkb_err *err) {
     dkb_counters_unavailable(&cn, "dkb/counters", &e2);
   dkb_l2_flush_release(&fl);
   run_evidence_counters(r->meas, &cn, cold);
-  return STAGE_NEXT;
+  return r->launch_rc ? launch_refused(r, "in the counters pass") : STAGE_NEXT;
 }
 
 /* The dump, the ledgers, what is loaded (level 3), and the graded bundle, written atomically. */

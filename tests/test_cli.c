@@ -54,6 +54,51 @@ static void help_works_three_ways(void **s) {
   run_result_release(&a);
 }
 
+/* 1 when text has "--name" as a whole option (not the head of a longer one such as --dump-on-fail). */
+static int has_option(const char *text, const char *name) {
+  char opt[64];
+  snprintf(opt, sizeof opt, "--%s", name);
+  for (const char *p = strstr(text, opt); p; p = strstr(p + 1, opt)) {
+    const char c = p[strlen(opt)];
+    if (c == ' ' || c == ']' || c == '\n' || c == ',' || c == '|' || c == '=') return 1;
+  }
+  return 0;
+}
+
+/* Every long option a command's parser accepts (its struct option table in cmd/NAME.c) is in the usage
+ * line of `dkb help NAME` and described among its options. */
+static void help_names_every_option_the_parser_accepts(void **s) {
+  (void)s;
+  static const char *const cmds[] = {"oracle", "digest", "run", "bench", "compare", "validate", "backends", "trace",
+                                     "check", "preflight"};
+  for (size_t i = 0; i < sizeof cmds / sizeof cmds[0]; i++) {
+    char path[64];
+    snprintf(path, sizeof path, "cmd/%s.c", cmds[i]);
+    char *src = slurp(path);
+    assert_non_null(src);
+    struct run_result r;
+    run_sh(&r, "build/dkb help %s", cmds[i]);
+    assert_int_equal(r.rc, 0);
+    char *body = strstr(r.out, "\n\n");  /* the usage line ends at the first blank line */
+    assert_non_null(body);
+    *body++ = '\0';
+    int n = 0;
+    for (const char *p = strstr(src, "{\""); p; p = strstr(p + 2, "{\"")) {
+      char name[48];
+      int len = 0;
+      if (sscanf(p, "{\"%47[a-z-]\", %*[a-z]_argument%n", name, &len) != 1 || !len) continue;
+      n++;
+      /* -o DIR stands for --output in a usage line, as getopt's short form */
+      if (!has_option(r.out, name) && !(!strcmp(name, "output") && strstr(r.out, "[-o DIR]")))
+        fail_msg("dkb %s: --%s is accepted but not in the usage line:\n%s", cmds[i], name, r.out);
+      if (!has_option(body, name)) fail_msg("dkb %s: --%s is accepted but not described:\n%s", cmds[i], name, body);
+    }
+    if (!n) fail_msg("%s: no option table found", path);
+    run_result_release(&r);
+    free(src);
+  }
+}
+
 static void version_names_commit_and_dirty_flag(void **s) {
   (void)s;
   struct run_result r, g;
@@ -213,7 +258,8 @@ static void a_failed_allocation_or_io_call_ends_cleanly(void **s) {
 }
 
 DKB_TEST_GROUP(cli, cmocka_unit_test(unknown_command_is_usage_error), cmocka_unit_test(unknown_option_is_usage_error),
-               cmocka_unit_test(help_works_three_ways), cmocka_unit_test(version_names_commit_and_dirty_flag),
+               cmocka_unit_test(help_works_three_ways), cmocka_unit_test(help_names_every_option_the_parser_accepts),
+               cmocka_unit_test(version_names_commit_and_dirty_flag),
                cmocka_unit_test(oracle_passes_every_shipped_fixture),
                cmocka_unit_test(oracle_json_report_is_schema_valid),
                cmocka_unit_test(contract_fixtures_are_schema_valid), cmocka_unit_test(failed_expectation_exits_1),

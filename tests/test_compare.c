@@ -203,6 +203,24 @@ static void compare_judges_level_6_cases_of_the_same_call(void **s) {
   run_result_release(&r);
 }
 
+/* A case that was not timed (median_us null, or 0 as runs before null was recorded wrote it) has no
+ * median: the table prints "-", as for every figure a side lacks, and --json writes null, never 0.00. */
+static void compare_prints_no_median_for_a_case_not_timed(void **s) {
+  (void)s;
+  const char *cand = edited("cmp-untimed.json", "set /cases/0/median_us null set /cases/0/level 2 "
+                                                "set /cases/1/median_us 0 set /cases/1/level 2");
+  struct run_result r;
+  compare(&r, 0, "%s %s --noise 1", RUN, cand);
+  assert_non_null(strstr(r.out, "\nb16-t8192-g4-contig                      127.26          -       -      - unmeasured     0.930         -\n"));
+  assert_non_null(strstr(r.out, "\nb16-t8192-g4-contig/split1               140.54          -       -      - unmeasured     0.842         -\n"));
+  run_result_release(&r);
+  compare(&r, 0, "%s %s --noise 1 --json > %s/cmp-untimed.out && /usr/bin/python3 tests/jsontool.py get %s/cmp-untimed.out "
+                 "/cases/0/base_us /cases/1/base_us /cases/1/new_us",
+          cand, RUN, tmp_dir(), tmp_dir());
+  assert_string_equal(r.out, "None None 140.54399728775024\n");  /* jsontool prints null as Python does */
+  run_result_release(&r);
+}
+
 /* Recorded devices are told apart by uuid. */
 static void compare_names_the_devices(void **s) {
   (void)s;
@@ -464,6 +482,7 @@ DKB_TEST_GROUP(compare, cmocka_unit_test(compare_of_a_fresh_bench_run_with_itsel
                cmocka_unit_test(compare_flags_a_case_slower_beyond_its_noise), cmocka_unit_test(compare_band_has_a_floor),
                cmocka_unit_test(compare_says_when_a_case_ran_slowed),
                cmocka_unit_test(compare_judges_level_6_cases_of_the_same_call), cmocka_unit_test(compare_names_the_devices),
+               cmocka_unit_test(compare_prints_no_median_for_a_case_not_timed),
                cmocka_unit_test(compare_rejects_bad_input_with_its_pointer),
                cmocka_unit_test(bench_reads_a_cases_call_key_and_spread_from_its_bundle),
                cmocka_unit_test(bench_reads_a_cases_clocks_and_flags_a_slowdown),

@@ -11,6 +11,7 @@
 #include <jansson.h>
 
 #include "evidence/ladder.h"
+#include "evidence/trace_ladder.h"
 
 #define FIXTURES "fixtures/bundles"
 
@@ -163,6 +164,35 @@ static void reason_catalogue_is_well_formed(void **s) {
   run_result_release(&rr);
 }
 
+/* --list-reasons lists the trace ladder's reasons too, in a section of their own after the ladder's, each
+ * with its finding; --json has them as trace_reasons (the schema check above covers their shape). */
+static void list_reasons_lists_the_trace_ladders_reasons_apart(void **s) {
+  (void)s;
+  struct run_result rr;
+  run_sh(&rr, "build/dkb validate --list-reasons");
+  assert_int_equal(rr.rc, 0);
+  const char *sec = strstr(rr.out, "\ntrace bundles (dkb.trace/v1, no level of the ladder): finding, kind, reason, what is required\n");
+  assert_non_null(sec);
+  assert_true(strstr(rr.out, "\n6    unmet         timing_too_few_samples ") < sec);
+  size_t n = 0;
+  for (const struct trace_reason *r = trace_reasons; r->id; r++, n++) {
+    char line[256];
+    snprintf(line, sizeof line, "\n%-8s  %-12s  %-36s  %s\n", r->finding < 0 ? "bundle" : trace_finding_names[r->finding],
+             ladder_kind_name(r->kind), r->id, r->summary);
+    if (!strstr(sec, line)) fail_msg("no line '%s' in the trace section:\n%s", line + 1, sec);
+  }
+  assert_true(n > 30);
+  run_result_release(&rr);
+  run_sh(&rr, "build/dkb validate --list-reasons --json > %s/reasons.json && "
+              "/usr/bin/python3 tests/jsontool.py get %s/reasons.json /trace_reasons/0/id /trace_reasons/0/finding",
+         tmp_dir(), tmp_dir());
+  assert_int_equal(rr.rc, 0);
+  char want[128];
+  snprintf(want, sizeof want, "%s %s\n", trace_reasons[0].id, trace_finding_names[trace_reasons[0].finding]);
+  assert_string_equal(rr.out, want);
+  run_result_release(&rr);
+}
+
 /* The independent validator accepts every well-formed bundle (valid or downgraded) and rejects every
  * non-bundle. */
 static void schema_accepts_bundles_and_rejects_non_bundles(void **s) {
@@ -299,6 +329,7 @@ static void fixtures_regenerate_identically(void **s) {
 
 DKB_TEST_GROUP(validate, cmocka_unit_test(every_fixture_grades_as_its_manifest_says),
                cmocka_unit_test(every_reason_id_has_a_fixture), cmocka_unit_test(reason_catalogue_is_well_formed),
+               cmocka_unit_test(list_reasons_lists_the_trace_ladders_reasons_apart),
                cmocka_unit_test(schema_accepts_bundles_and_rejects_non_bundles),
                cmocka_unit_test(reader_and_schema_agree_on_mutants), cmocka_unit_test(validate_json_report_is_schema_valid),
                cmocka_unit_test(synthetic_bundles_are_honest_with_source_root),

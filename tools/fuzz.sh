@@ -2,7 +2,8 @@
 # `make fuzz`: runs each libFuzzer target build-fuzz/fuzz-NAME for SECONDS (tests/fuzz/NAME.c says what
 # it checks). Corpora live in build-fuzz/corpus-NAME and grow between runs; they are seeded from
 # fixtures/: decode and bench fixtures, contract fixtures, the captured bundles with every array cut to
-# 16 elements (so one execution stays short), the captured bench results, the bench matrices. An input
+# 16 elements (so one execution stays short), the captured bench results, every bench matrix of
+# fixtures/bench/ (matrix.json, quick.json, serving.json: its backends and read_fraction targets). An input
 # that crashes, leaks, trips a sanitizer, runs over 10 s or is refused without a malformed-input error
 # is kept as build-fuzz/NAME-*, and the run fails (exit 1). With FUZZ_RUNS=N set (CI), each target
 # instead runs N inputs from seed 1: the same inputs on every run of a fresh clone, so a finding
@@ -49,7 +50,7 @@ b["cases"][2]["clocks"] = None
 json.dump(b, open(os.path.join(sys.argv[1], "bench-clocks.json"), "w"), indent=1)
 PY
       ;;
-    matrix) cp fixtures/bench/matrix.json fixtures/bench/quick.json "$c/"
+    matrix) cp $(grep -l '"dkb.bench-matrix/v1"' fixtures/bench/*.json) "$c/"  # matrix, quick, serving
       # the matrix under test lives beside links to the fixtures its cases name
       export DKB_FUZZ_DIR="$PWD/build-fuzz/bench-fixtures"
       mkdir -p "$DKB_FUZZ_DIR"

@@ -104,7 +104,10 @@ void reason(struct dkb_reason *r, int cap, int *n, char factor, const char *fmt,
 int admit(const struct dkb_backend *, const struct dkb_call *c, struct dkb_reason *r, int cap, int *n) {
   *n = 0;
   if (c->phase != DKB_ABI_DECODE) reason(r, cap, n, 'P', "phase=append unsupported");
-  if (c->compute_capability < 80) reason(r, cap, n, 'H', "compute_capability=%d unsupported (built for sm_90)", c->compute_capability);
+  /* H: plugin.mk builds sm_90 SASS and compute_90 PTX (dkb's GENCODE): 9.0 and later run it, nothing before */
+  if (c->compute_capability < 0) reason(r, cap, n, 'H', "compute_capability unknown: no CUDA device");
+  else if (c->compute_capability < 90)
+    reason(r, cap, n, 'H', "compute_capability=%d unsupported (built for sm_90)", c->compute_capability);
   if (c->dtype != DKB_ABI_F16 && c->dtype != DKB_ABI_BF16) reason(r, cap, n, 'D', "dtype other than fp16/bf16 unsupported");
   if (c->kv_dtype != c->dtype) reason(r, cap, n, 'K', "kv_dtype unlike dtype unsupported");
   if (c->q_len != 1) reason(r, cap, n, 'Q', "q_len=%d unsupported", c->q_len);
