@@ -199,12 +199,14 @@ const char *const ladder_required_layers[] = {"cmd", "plan", "admission", "launc
 
 const char *const lad_terminals[] = {"complete", "cuda_runtime_unavailable", "no_gpu", "profiler_unavailable",
                                         "backend_rejected", "no_eligible_backend", "launch_failed",
-                                        "correctness_failed", "internal_error", "timing_unavailable", NULL};
-/* timing_unavailable: a backend whose launch synchronizes cannot be timed behind a held stream */
-static const int TERMINAL_CEILING[] = {6, 2, 2, 4, 4, 4, 4, 5, 6, 5};
+                                        "correctness_failed", "internal_error", "timing_unavailable",
+                                        "output_not_reproduced", NULL};
+/* timing_unavailable: a backend whose launch synchronizes cannot be timed behind a held stream;
+ * output_not_reproduced: the checked output passed, the call after the timed ones wrote another */
+static const int TERMINAL_CEILING[] = {6, 2, 2, 4, 4, 4, 4, 5, 6, 5, 5};
 /* What `dkb run` and `dkb bench` end with (-1: launch_failed, whose error decides). A level the machine
  * capped (no GPU, no CUPTI, no eligible backend) ends with 0: --require-level judges levels. */
-static const int TERMINAL_EXIT[] = {DKB_OK, DKB_OK, DKB_OK, DKB_OK, DKB_OK, DKB_OK, -1, DKB_FAIL, DKB_INTERNAL, DKB_OK};
+static const int TERMINAL_EXIT[] = {DKB_OK, DKB_OK, DKB_OK, DKB_OK, DKB_OK, DKB_OK, -1, DKB_FAIL, DKB_INTERNAL, DKB_OK, DKB_FAIL};
 _Static_assert(sizeof TERMINAL_CEILING == sizeof TERMINAL_EXIT && sizeof TERMINAL_EXIT / sizeof(int) + 1 == sizeof lad_terminals / sizeof *lad_terminals,
                "one ceiling and one exit code per terminal");
 
@@ -266,6 +268,10 @@ static void level0_status(struct lctx *c, const json_t *status) {
     lad_finding(c, "status_contradicts_evidence", "/status/terminal", "terminal state %s, but the dispatch outcome is %s", t, c->outcome);
   if (!strcmp(t, "correctness_failed") && json_is_true(passed))
     lad_finding(c, "status_contradicts_evidence", "/status/terminal", "terminal state correctness_failed, but correctness passed");
+  const json_t *same = json_object_get(json_object_get(json_object_get(json_object_get(c->b, "measurement"), "timing"), "repeat_check"),
+                                       "output_bitwise_equal");
+  if (!strcmp(t, "output_not_reproduced") && !json_is_false(same))
+    lad_finding(c, "status_contradicts_evidence", "/status/terminal", "terminal state output_not_reproduced, but no repeat check that differs");
   if (strcmp(t, "complete") && !json_array_size(json_object_get(status, "reasons")))
     lad_finding(c, "status_reasons_missing", "/status/reasons", "terminal state %s without a reason", t);
   if (c->res->claimed > L)

@@ -383,7 +383,7 @@ static int stage_timing(struct run *r, struct dkb_err *err) {
                                 "after_samples", (json_int_t)r->tm.n, "output_bitwise_equal", same));
   progress(r, "repeat", "%s", same ? "the call after the timed samples reproduces the checked output bitwise" : "DIFFERS from the checked output");
   if (!same) {
-    bundle_set_status(r->bundle, "correctness_failed", "timing_output_not_reproduced",
+    bundle_set_status(r->bundle, "output_not_reproduced", "timing_output_not_reproduced",
                       "after %zu timed samples, a call on poisoned outputs did not reproduce the checked output", r->tm.n);
     return STAGE_GRADE;
   }

@@ -713,6 +713,12 @@ def requirements(g, base, arts):
     def _(b):
         b["status"] = {"terminal": "cuda_runtime_unavailable", "reasons": [{"id": "cuda_runtime_unavailable", "detail": "x"}]}
 
+    @req("status_contradicts_evidence.not-reproduced", 6, [(0, "status_contradicts_evidence", "/status/terminal"),
+                                                            (0, "status_contradicts_evidence", "/status/terminal")],
+         "terminal output_not_reproduced (ceiling 5) over a repeat check that reproduced the output", extra_over=False)
+    def _(b):
+        b["status"] = {"terminal": "output_not_reproduced", "reasons": [{"id": "timing_output_not_reproduced", "detail": "x"}]}
+
     @req("status_reasons_missing", 2, ABOVE[2] + [(0, "status_reasons_missing", "/status/reasons")],
          "a level-2 bundle stopped by cuda_runtime_unavailable without a reason", extra_over=False)
     def _(b):
@@ -1760,7 +1766,7 @@ def malformed(g, base):
          "/loaded/objects/2/role: must be one of: dkb, cudart, cupti, cuda, nvperf, nvml, plugin, other (got 'driver')", "an unknown role")
     case("terminal.json", lambda b: b["status"].update(terminal="finished"),
          "/status/terminal: must be one of: complete, cuda_runtime_unavailable, no_gpu, profiler_unavailable, backend_rejected, "
-         "no_eligible_backend, launch_failed, correctness_failed, internal_error, timing_unavailable (got 'finished')", "an unknown terminal state")
+         "no_eligible_backend, launch_failed, correctness_failed, internal_error, timing_unavailable, output_not_reproduced (got 'finished')", "an unknown terminal state")
     case("missing-meta.json", lambda b: b.pop("meta"), "/: missing required key 'meta'", "no meta")
     case("ledger-list.json", lambda b: b["ledgers"].update(unique_kv_bytes=[1, 2]),
          "/ledgers/unique_kv_bytes: must be an integer or a string (got array)", "a ledger that is not a byte count")
