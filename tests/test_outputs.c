@@ -36,6 +36,8 @@ static void output_folder_problems_are_the_users_or_the_machines(void **s) {
   expect(cmd, 4, ": -o: not a folder\n", NULL, 0);
   /* a folder that cannot be made (even as root: /proc refuses) */
   expect("build/dkb run fixtures/decode/dk128-dv64.json -o /proc/dkb-out/x --quiet", 4, "/proc/dkb-out: cannot create folder: ", NULL, 0);
+  /* a folder that exists and cannot be written in */
+  expect("build/dkb run fixtures/decode/dk128-dv64.json -o /proc --quiet", 4, "dkb: error: /proc: -o: cannot write in this folder: ", NULL, 0);
   /* a malformed fixture is refused before the folder is made */
   snprintf(cmd, sizeof cmd, "echo '{' > %s/bad.json && build/dkb run %s/bad.json -o %s/never --quiet", tmp_dir(), tmp_dir(), tmp_dir());
   char never[600];
@@ -56,6 +58,9 @@ static void dump_folders_are_checked_before_the_run(void **s) {
   expect(cmd, 4, "--dump: the folder is not empty (it holds 'x.npy')", o, 0);
   snprintf(cmd, sizeof cmd, "rm -rf %s && touch %s && build/dkb run fixtures/decode/dk128-dv64.json -o %s --dump %s --quiet", d, d, o, d);
   expect(cmd, 4, ": --dump: not a folder\n", o, 0);
+  /* a folder it cannot write in (even as root: /proc makes no file) */
+  snprintf(cmd, sizeof cmd, "build/dkb run fixtures/decode/dk128-dv64.json -o %s --dump /proc --quiet", o);
+  expect(cmd, 4, "dkb: error: /proc: --dump: cannot write in this folder: ", o, 0);
   /* --dump-on-fail on a call that passes (here: is not checked) keeps no dump and no empty folder */
   snprintf(cmd, sizeof cmd, "rm -rf %s %s && build/dkb run fixtures/decode/dk128-dv64.json -o %s --dump-on-fail %s --quiet", o, d, o, d);
   expect(cmd, 0, NULL, d, 0);
