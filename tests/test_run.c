@@ -319,6 +319,19 @@ static void auto_split_minimizes_the_lpt_makespan(void **s) {
   int64_t tiles[32];
   for (int b = 0; b < 32; b++) tiles[b] = (lens[b] + 63) / 64;
   assert_int_equal(plan_auto_splits(tiles, 32, 8, 264, 1024), 6);
+  /* and the planner gives the rule these tiles: a request's visible keys in 64-key tiles, a partly
+   * filled last tile counted (counting only the full ones, the rule picks 4) */
+  struct decode_call c;
+  struct decode_inputs in;
+  struct decode_plan pl;
+  plan_fixture("fixtures/bench/ragged32-paged16.json", &c, &in, &pl);
+  assert_int_equal(c.B, 32);
+  for (int b = 0; b < 32; b++) assert_int_equal(c.kv_len[b], lens[b]);
+  assert_int_equal(dkb_decode_tile_tokens(c.dtype, c.dk, c.dv, (c.H_q / c.H_kv) * c.C), 64);
+  assert_int_equal(pl.splits, 6);
+  plan_release(&pl);
+  inputs_release(&in);
+  decode_call_release(&c);
   /* bad arguments */
   assert_int_equal(plan_auto_splits(tiles, 0, 8, 264, 8), -1);
   assert_int_equal(plan_auto_splits(tiles, 4, 8, 0, 8), -1);
