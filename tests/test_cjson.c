@@ -53,7 +53,10 @@ static void canonical_float_forms_are_python_repr(void **s) {
   struct { double v; const char *want; } cases[] = {
       {0.0, "0.0"}, {-0.0, "-0.0"}, {0.1, "0.1"}, {1e-05, "1e-05"}, {1e16, "1e+16"}, {5e-324, "5e-324"},
       {1.7976931348623157e308, "1.7976931348623157e+308"}, {1e15, "1000000000000000.0"}, {0.0001, "0.0001"},
-      {123456789012345678.0, "1.2345678901234568e+17"}, {100.0, "100.0"}, {-2.5, "-2.5"}};
+      {123456789012345678.0, "1.2345678901234568e+17"}, {100.0, "100.0"}, {-2.5, "-2.5"},
+      /* powers of two whose 16 shortest digits are the rounded 16 plus one in the last place (the
+       * round-trip interval is asymmetric there): 17 digits if only the rounded candidate is tried */
+      {0x1p-1017, "7.120236347223045e-307"}, {0x1p-957, "8.209073602596753e-289"}, {0x1p-705, "5.940911144672375e-213"}};
   for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
     char buf[32];
     cjson_format_double(cases[i].v, buf);

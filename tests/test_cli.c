@@ -99,6 +99,31 @@ static void help_names_every_option_the_parser_accepts(void **s) {
   }
 }
 
+/* Every command `dkb --help` lists answers `dkb help NAME` with its usage, `help` itself included. */
+static void help_answers_for_every_listed_command(void **s) {
+  (void)s;
+  struct run_result all;
+  run_sh(&all, "build/dkb --help");
+  assert_int_equal(all.rc, 0);
+  const char *p = strstr(all.out, "\ncommands:\n");
+  assert_non_null(p);
+  int n = 0;
+  for (p = strchr(p + 1, '\n') + 1; !strncmp(p, "  ", 2); p = strchr(p, '\n') + 1) {
+    char name[32];
+    if (sscanf(p, " %31s", name) != 1) fail_msg("unreadable command line: %.40s", p);
+    struct run_result r;
+    run_sh(&r, "build/dkb help %s", name);
+    char want[64];
+    snprintf(want, sizeof want, "usage: dkb %s", name);
+    if (r.rc != 0 || strncmp(r.out, want, strlen(want)))
+      fail_msg("dkb help %s: exit %d\nstdout: %s\nstderr: %s", name, r.rc, r.out, r.err);
+    run_result_release(&r);
+    n++;
+  }
+  assert_true(n >= 11);
+  run_result_release(&all);
+}
+
 static void version_names_commit_and_dirty_flag(void **s) {
   (void)s;
   struct run_result r, g;
@@ -259,6 +284,7 @@ static void a_failed_allocation_or_io_call_ends_cleanly(void **s) {
 
 DKB_TEST_GROUP(cli, cmocka_unit_test(unknown_command_is_usage_error), cmocka_unit_test(unknown_option_is_usage_error),
                cmocka_unit_test(help_works_three_ways), cmocka_unit_test(help_names_every_option_the_parser_accepts),
+               cmocka_unit_test(help_answers_for_every_listed_command),
                cmocka_unit_test(version_names_commit_and_dirty_flag),
                cmocka_unit_test(oracle_passes_every_shipped_fixture),
                cmocka_unit_test(oracle_json_report_is_schema_valid),

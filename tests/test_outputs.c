@@ -36,6 +36,8 @@ static void output_folder_problems_are_the_users_or_the_machines(void **s) {
   expect(cmd, 4, ": -o: not a folder\n", NULL, 0);
   /* a folder that cannot be made (even as root: /proc refuses) */
   expect("build/dkb run fixtures/decode/dk128-dv64.json -o /proc/dkb-out/x --quiet", 4, "/proc/dkb-out: cannot create folder: ", NULL, 0);
+  /* a folder that exists and cannot be written in */
+  expect("build/dkb run fixtures/decode/dk128-dv64.json -o /proc --quiet", 4, "dkb: error: /proc: -o: cannot write in this folder: ", NULL, 0);
   /* a malformed fixture is refused before the folder is made */
   snprintf(cmd, sizeof cmd, "echo '{' > %s/bad.json && build/dkb run %s/bad.json -o %s/never --quiet", tmp_dir(), tmp_dir(), tmp_dir());
   char never[600];
@@ -56,6 +58,9 @@ static void dump_folders_are_checked_before_the_run(void **s) {
   expect(cmd, 4, "--dump: the folder is not empty (it holds 'x.npy')", o, 0);
   snprintf(cmd, sizeof cmd, "rm -rf %s && touch %s && build/dkb run fixtures/decode/dk128-dv64.json -o %s --dump %s --quiet", d, d, o, d);
   expect(cmd, 4, ": --dump: not a folder\n", o, 0);
+  /* a folder it cannot write in (even as root: /proc makes no file) */
+  snprintf(cmd, sizeof cmd, "build/dkb run fixtures/decode/dk128-dv64.json -o %s --dump /proc --quiet", o);
+  expect(cmd, 4, "dkb: error: /proc: --dump: cannot write in this folder: ", o, 0);
   /* --dump-on-fail on a call that passes (here: is not checked) keeps no dump and no empty folder */
   snprintf(cmd, sizeof cmd, "rm -rf %s %s && build/dkb run fixtures/decode/dk128-dv64.json -o %s --dump-on-fail %s --quiet", o, d, o, d);
   expect(cmd, 0, NULL, d, 0);
@@ -116,18 +121,22 @@ static void source_root_must_be_a_folder(void **s) {
          "dkb: error: --source-root '/nonexistent' is not a folder\n", NULL, 0);
 }
 
-/* SIGINT during the run's host work: what it made goes, and the signal still ends it. */
+/* SIGINT or SIGTERM during the run's host work: what it made goes, and the signal still ends it (exit
+ * 128 + the signal's number, as the shell reports it). */
 static void an_interrupted_run_leaves_nothing_behind(void **s) {
   (void)s;
-  char o[600];
-  snprintf(o, sizeof o, "%s/interrupted", tmp_dir());
-  struct run_result r;
-  run_sh(&r, "rm -rf %s; build/dkb run fixtures/bench/b16-t8192-g4-contig.json -o %s --quiet & p=$!; "
-             "for i in $(seq 100); do test -d %s && break; sleep 0.05; done; sleep 0.3; kill -INT $p; wait $p; echo rc=$?; "
-             "test -e %s && ls -la %s",
-         o, o, o, o, o);
-  if (!strstr(r.out, "rc=130\n") || strstr(r.out, "total")) fail_msg("exit %d\n%s%s", r.rc, r.out, r.err);
-  run_result_release(&r);
+  static const struct { const char *sig, *rc; } sigs[] = {{"INT", "rc=130\n"}, {"TERM", "rc=143\n"}};
+  for (size_t i = 0; i < sizeof sigs / sizeof *sigs; i++) {
+    char o[600];
+    snprintf(o, sizeof o, "%s/interrupted-%s", tmp_dir(), sigs[i].sig);
+    struct run_result r;
+    run_sh(&r, "rm -rf %s; build/dkb run fixtures/bench/b16-t8192-g4-contig.json -o %s --quiet & p=$!; "
+               "for i in $(seq 100); do test -d %s && break; sleep 0.05; done; sleep 0.3; kill -%s $p; wait $p; echo rc=$?; "
+               "test -e %s && ls -la %s",
+           o, o, o, sigs[i].sig, o, o);
+    if (!strstr(r.out, sigs[i].rc) || strstr(r.out, "total")) fail_msg("SIG%s: exit %d\n%s%s", sigs[i].sig, r.rc, r.out, r.err);
+    run_result_release(&r);
+  }
 }
 
 DKB_TEST_GROUP(outputs, cmocka_unit_test(output_folder_problems_are_the_users_or_the_machines),

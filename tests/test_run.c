@@ -145,6 +145,7 @@ static void plan_items_cover_visible_keys_exactly(void **s) {
     assert_int_equal(inputs_build(&c, tile, &in, &e), 0);
     struct plan_opts po = {tile, 132, 2};
     assert_int_equal(plan_build(&c, &in, &po, &pl, &e), 0);
+    int64_t classes[3] = {0, 0, 0};  /* the plan's tile counts, recounted tile by tile */
     for (int b = 0; b < c.B; b++) {
       int64_t N = c.kv_len[b];
       unsigned char *own = calloc((size_t)N, 1);
@@ -161,7 +162,9 @@ static void plan_items_cover_visible_keys_exactly(void **s) {
       int64_t vis_tiles = 0;
       for (int64_t k0 = 0; k0 < N; k0 += tile) {
         int64_t k1 = k0 + tile < N ? k0 + tile : N;
-        int skip = mask_tile_class(&in.mask, b, N - c.C, N, k0, k1) == TILE_SKIP;
+        const enum tile_class cl = mask_tile_class(&in.mask, b, N - c.C, N, k0, k1);
+        const int skip = cl == TILE_SKIP;
+        classes[cl]++;
         vis_tiles += !skip;
         for (int64_t k = k0; k < k1; k++)
           if (own[k] == skip) fail_msg("%s: request %d key %lld: owned %d but tile SKIP %d", fx[f], b, (long long)k, own[k], skip);
@@ -173,6 +176,10 @@ static void plan_items_cover_visible_keys_exactly(void **s) {
         fail_msg("%s: request %d has %d empty items with %lld visible keys", fx[f], b, empty, (long long)N);
       free(own);
     }
+    for (int k = 0; k < 3; k++)
+      if (pl.tiles[k] != classes[k])
+        fail_msg("%s: the plan counts %lld %s tiles, its tiles hold %lld", fx[f], (long long)pl.tiles[k],
+                 tile_class_name((enum tile_class)k), (long long)classes[k]);
     plan_release(&pl);
     inputs_release(&in);
     decode_call_release(&c);
@@ -188,6 +195,26 @@ static void plan_fixture(const char *path, struct decode_call *c, struct decode_
   if (inputs_build(c, tile, in, &e)) fail_msg("%s: %s", path, e.msg);
   struct plan_opts po = {tile, 132, 2};
   if (plan_build(c, in, &po, pl, &e)) fail_msg("%s: %s", path, e.msg);
+}
+
+/* The tile classes of window-sink-paged, counted by hand: 64-key tiles; request b sees keys k < 4 (the
+ * sink) and N - 100 <= k < N (the window). 4096 keys: tile 0 (sink) and tile 62 ([3968, 4032) from 3996)
+ * PARTIAL, 63 FULL, 61 SKIP; 3587: tiles 0 and 54 ([3456, 3520) from 3487) PARTIAL, 55 and the 3-key 56
+ * FULL, 53 SKIP; 257: tiles 0 and 2 ([128, 192) from 157) PARTIAL, 3 and the 1-key 4 FULL, 1 SKIP; 81
+ * and 3 keys: inside the window, 2 and 1 FULL. */
+static void plan_counts_tile_classes_as_counted_by_hand(void **s) {
+  (void)s;
+  struct decode_call c;
+  struct decode_inputs in;
+  struct decode_plan pl;
+  plan_fixture("fixtures/decode/window-sink-paged.json", &c, &in, &pl);
+  assert_int_equal(dkb_decode_tile_tokens(c.dtype, c.dk, c.dv, (c.H_q / c.H_kv) * c.C), 64);
+  assert_int_equal(pl.tiles[TILE_SKIP], 61 + 53 + 1);
+  assert_int_equal(pl.tiles[TILE_FULL], 1 + 2 + 2 + 2 + 1);
+  assert_int_equal(pl.tiles[TILE_PARTIAL], 2 + 2 + 2);
+  plan_release(&pl);
+  inputs_release(&in);
+  decode_call_release(&c);
 }
 
 /* Items come in runs of pl->cluster, one request each, in slot order; every request has that many slots. */
@@ -292,6 +319,19 @@ static void auto_split_minimizes_the_lpt_makespan(void **s) {
   int64_t tiles[32];
   for (int b = 0; b < 32; b++) tiles[b] = (lens[b] + 63) / 64;
   assert_int_equal(plan_auto_splits(tiles, 32, 8, 264, 1024), 6);
+  /* and the planner gives the rule these tiles: a request's visible keys in 64-key tiles, a partly
+   * filled last tile counted (counting only the full ones, the rule picks 4) */
+  struct decode_call c;
+  struct decode_inputs in;
+  struct decode_plan pl;
+  plan_fixture("fixtures/bench/ragged32-paged16.json", &c, &in, &pl);
+  assert_int_equal(c.B, 32);
+  for (int b = 0; b < 32; b++) assert_int_equal(c.kv_len[b], lens[b]);
+  assert_int_equal(dkb_decode_tile_tokens(c.dtype, c.dk, c.dv, (c.H_q / c.H_kv) * c.C), 64);
+  assert_int_equal(pl.splits, 6);
+  plan_release(&pl);
+  inputs_release(&in);
+  decode_call_release(&c);
   /* bad arguments */
   assert_int_equal(plan_auto_splits(tiles, 0, 8, 264, 8), -1);
   assert_int_equal(plan_auto_splits(tiles, 4, 8, 0, 8), -1);
@@ -1169,7 +1209,8 @@ static void budgets_judge_peak_memory_and_wall_time_of_real_runs(void **s) {
 DKB_TEST_GROUP(run, cmocka_unit_test(decode_fixtures_are_schema_valid_and_load),
                cmocka_unit_test(malformed_decode_fixtures_name_pointer_and_reason), cmocka_unit_test(schema_backend_names_have_the_registrys_form),
                cmocka_unit_test(tolerance_ratio_is_the_share_of_the_allowance),
-               cmocka_unit_test(plan_items_cover_visible_keys_exactly), cmocka_unit_test(auto_split_minimizes_the_lpt_makespan),
+               cmocka_unit_test(plan_items_cover_visible_keys_exactly), cmocka_unit_test(plan_counts_tile_classes_as_counted_by_hand),
+               cmocka_unit_test(auto_split_minimizes_the_lpt_makespan),
                cmocka_unit_test(cluster_plans_keep_each_requests_items_together_in_slot_order),
                cmocka_unit_test(run_without_gpu_stops_at_level_2_with_reason),
                cmocka_unit_test(dumps_recompute_in_numpy_to_1e12), cmocka_unit_test(bench_writes_table_csv_json_and_svg),
