@@ -255,7 +255,7 @@ json_t *ladder_result_to_json(const struct ladder_result *res) {
 static void level0_status(struct lctx *c, const json_t *status) {
   const char *t = c->res->terminal;
   int L = c->res->computed, ceiling = ladder_terminal_ceiling(t);
-  const json_t *passed = json_object_get(json_object_get(json_object_get(c->b, "measurement"), "correctness"), "passed");
+  const json_t *passed = jr_resolve(c->b, "/measurement/correctness/passed");
   /* A launch that failed after a passed check (the timing pass, or the repeat call after it: dkb run on
    * the H200 with an I/O call failing inside libcuda) leaves the checked call's level 5 standing. */
   if (!strcmp(t, "launch_failed") && json_is_true(passed)) ceiling = 5;
@@ -268,8 +268,7 @@ static void level0_status(struct lctx *c, const json_t *status) {
     lad_finding(c, "status_contradicts_evidence", "/status/terminal", "terminal state %s, but the dispatch outcome is %s", t, c->outcome);
   if (!strcmp(t, "correctness_failed") && json_is_true(passed))
     lad_finding(c, "status_contradicts_evidence", "/status/terminal", "terminal state correctness_failed, but correctness passed");
-  const json_t *same = json_object_get(json_object_get(json_object_get(json_object_get(c->b, "measurement"), "timing"), "repeat_check"),
-                                       "output_bitwise_equal");
+  const json_t *same = jr_resolve(c->b, "/measurement/timing/repeat_check/output_bitwise_equal");
   if (!strcmp(t, "output_not_reproduced") && !json_is_false(same))
     lad_finding(c, "status_contradicts_evidence", "/status/terminal", "terminal state output_not_reproduced, but no repeat check that differs");
   if (strcmp(t, "complete") && !json_array_size(json_object_get(status, "reasons")))
