@@ -7,17 +7,20 @@
 # caches before each replay pass.
 # Writes DIR/NAME.ncu-rep, DIR/NAME.txt (the sections) and DIR/NAME-source.csv (SASS with stall samples).
 # usage: tools/ncu-case.sh FIXTURE DIR [dkb run arguments...]
+#   KERNELS (environment): ncu's kernel filter, default regex:decode_split_kv; a plugin's kernels need their
+#   own, e.g. KERNELS=regex:BatchDecode tools/ncu-case.sh F DIR --backend flashinfer_decode --plugin SO
+# NAME is FIXTURE's base name, or TAG (environment) when set, so two backends' profiles of one fixture coexist
 # exit: 0 report written, 1 ncu wrote no report, 2 usage, 4 no ncu on PATH or DIR not made
 set -u
 [ $# -ge 2 ] || { echo "usage: tools/ncu-case.sh FIXTURE DIR [dkb run arguments...]" >&2; exit 2; }
 F=$1; D=$2; shift 2
 command -v ncu > /dev/null || { echo "tools/ncu-case.sh: no ncu on PATH" >&2; exit 4; }
 mkdir -p "$D" || exit 4
-N=$(basename "$F" .json)
+N=${TAG:-$(basename "$F" .json)}
 # Two launches after the first two (the first call's producer and combine, or the first two calls of a
 # one-kernel plan): a producer and its combine, or two calls of a one-kernel plan, with the first call's
 # one-time costs behind them.
-ncu --clock-control none -k regex:decode_split_kv --launch-skip 2 --launch-count 2 \
+ncu --clock-control none -k "${KERNELS:-regex:decode_split_kv}" --launch-skip 2 --launch-count 2 \
   --section SpeedOfLight --section MemoryWorkloadAnalysis --section Occupancy --section LaunchStats \
   --section WarpStateStats --section SchedulerStats --section SourceCounters \
   --metrics dram__bytes_read.sum,dram__throughput.avg.pct_of_peak_sustained_elapsed,gpu__time_duration.sum \
