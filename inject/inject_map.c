@@ -90,7 +90,9 @@ void map_snapshot(uint64_t range) {
 
 /* Appends the function symbols of the ELF64 image at p (n bytes may follow it) to j as JSON strings,
  * comma-separated after the first *count; bounds are checked against n because the bytes are whatever
- * the program loaded. -1 when p is not an ELF64 image. */
+ * the program loaded. Local symbols count too: a kernel in an anonymous namespace or declared static
+ * (PyTorch's softmax and random kernels) has internal linkage in its cubin and is still launched by name.
+ * -1 when p is not an ELF64 image. */
 static int elf_functions(struct jl *j, const unsigned char *p, size_t n, long *count) {
   if (n < sizeof(Elf64_Ehdr) || memcmp(p, ELFMAG, SELFMAG) || p[EI_CLASS] != ELFCLASS64) return -1;
   Elf64_Ehdr eh;
@@ -106,9 +108,7 @@ static int elf_functions(struct jl *j, const unsigned char *p, size_t n, long *c
     for (uint64_t off = 0; off + sizeof(Elf64_Sym) <= sh.sh_size; off += sizeof(Elf64_Sym)) {
       Elf64_Sym sym;
       memcpy(&sym, p + sh.sh_offset + off, sizeof sym);
-      int bind = ELF64_ST_BIND(sym.st_info);
-      if (ELF64_ST_TYPE(sym.st_info) != STT_FUNC || (bind != STB_GLOBAL && bind != STB_WEAK) || sym.st_name >= strh.sh_size)
-        continue;
+      if (ELF64_ST_TYPE(sym.st_info) != STT_FUNC || sym.st_name >= strh.sh_size) continue;
       const char *name = (const char *)p + strh.sh_offset + sym.st_name;
       size_t len = strnlen(name, strh.sh_size - sym.st_name);
       if (len == 0 || len == strh.sh_size - sym.st_name) continue; /* empty or not terminated inside the table */

@@ -554,13 +554,14 @@ static void inject_module_records_hash_and_list_symbols(void **s) {
   assert_string_equal(p->modules[0].sha256, sha);
   for (int m = 0; m < 2; m++) {
     assert_string_equal(p->modules[m].format, m ? "fatbin" : "elf");
-    assert_int_equal(p->modules[m].nsymbols, 2);
-    int plain = 0, templ = 0;
+    assert_int_equal(p->modules[m].nsymbols, 3);
+    int plain = 0, templ = 0, internal = 0;
     for (size_t k = 0; k < p->modules[m].nsymbols; k++) {
       plain |= !strcmp(p->modules[m].symbols[k], "dkb_tiny_plain");
       templ |= !strcmp(p->modules[m].symbols[k], "_Z17dkb_tiny_templateILi3EEvPf");
+      internal |= strstr(p->modules[m].symbols[k], "dkb_tiny_internal") != NULL;
     }
-    assert_true(plain && templ);
+    assert_true(plain && templ && internal);
   }
   assert_string_equal(p->modules[2].format, "other");
   assert_int_equal(p->modules[2].nsymbols, 0);
