@@ -7,6 +7,7 @@
 #include "lib/sha256.h"
 #include "oracles/stats.h"
 
+#include <ctype.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -59,6 +60,7 @@ const struct trace_reason trace_reasons[] = {
     {"bundle_claim_unproven", -1, I, "the bundle claims a finding that does not hold"},
     {"bundle_article_level_claimed", -1, I, "a trace bundle claims no level of the article's ladder"},
     {"bundle_records_mismatch", -1, I, "the record file is missing or does not match its SHA-256"},
+    {"bundle_split_combine_mismatch", -1, I, "split_combine or a kernel's role does not recompute from the kernel names"},
     {NULL, 0, U, NULL}};
 #undef U
 #undef I
@@ -100,6 +102,27 @@ static const json_t *need(struct tctx *c, const json_t *o, const char *ptr, cons
 static long long inum(const json_t *o, const char *k) { return (long long)json_integer_value(json_object_get(o, k)); }
 static int has_int(struct tctx *c, const json_t *o, const char *ptr, const char *key, long long *out) {
   return jr_int(&c->r, o, ptr, key, 1, -((long long)1 << 62), (long long)1 << 62, out) == 0;
+}
+
+const char TRACE_SPLIT_RULE[] =
+    "by kernel name only (a heuristic over demangled names, case-insensitive): combine = combine, merge, "
+    "lean_reduction (cuDNN's lean attention); split = splitkv, split_kv, flash_decoding, flashdecoding, "
+    "flex_decoding, partition, paged_attention_v2; a combine seen means a split ran, whatever its kernel's "
+    "name; a split or combine under another name, or inside one fused kernel, is not seen";
+
+int trace_kernel_role(const char *demangled) {
+  char low[512];
+  size_t n = 0;
+  for (; demangled && demangled[n] && n + 1 < sizeof low; n++) low[n] = (char)tolower((unsigned char)demangled[n]);
+  low[n] = '\0';
+  static const char *const COMBINE[] = {"combine", "merge", "lean_reduction", NULL};
+  static const char *const SPLIT[] = {"splitkv", "split_kv", "flash_decoding", "flashdecoding", "flex_decoding",
+                                      "partition", "paged_attention_v2", NULL};
+  for (int i = 0; COMBINE[i]; i++)
+    if (strstr(low, COMBINE[i])) return 1;
+  for (int i = 0; SPLIT[i]; i++)
+    if (strstr(low, SPLIT[i])) return 2;
+  return 0;
 }
 
 /* ---- loaded ---- */
@@ -332,6 +355,38 @@ static int grade_timed(struct tctx *c, const json_t *instances) {
 
 /* ---- the bundle ---- */
 
+/* Each kernel's role, split_combine's flags and lists, and its rule, recomputed from the kernel names. */
+static int grade_split_combine(struct tctx *c, const json_t *kernels) {
+  const json_t *sc = need(c, c->doc, "", "split_combine", JSON_OBJECT);
+  const json_t *sk = sc ? need(c, sc, "/split_combine", "split_kernels", JSON_ARRAY) : NULL;
+  const json_t *ck = sc ? need(c, sc, "/split_combine", "combine_kernels", JSON_ARRAY) : NULL;
+  const char *rule = NULL;
+  if (!sk || !ck || jr_str(&c->r, sc, "/split_combine", "rule", 1, &rule)) return -1;
+  if (strcmp(rule, TRACE_SPLIT_RULE)) item(c, "bundle_split_combine_mismatch", "/split_combine/rule", "is not this dkb's rule");
+  size_t nsplit = 0, ncombine = 0;
+  char p[DKB_PTR_MAX];
+  for (size_t k = 0; k < json_array_size(kernels); k++) {
+    const json_t *kr = json_array_get(kernels, k), *role = json_object_get(kr, "role");
+    const char *dem = NULL;
+    jr_ptr_idx(p, "/kernels", k);
+    if (jr_str(&c->r, kr, p, "demangled", 1, &dem)) return -1;
+    int r = trace_kernel_role(dem);
+    const char *want = r == 1 ? "combine" : r == 2 ? "split" : NULL, *got = json_string_value(role);
+    nsplit += r == 2;
+    ncombine += r == 1;
+    if (want ? !got || strcmp(got, want) : !json_is_null(role))
+      item(c, "bundle_split_combine_mismatch", p, "role is %s, the rule gives %s", got ? got : "null", want ? want : "null");
+  }
+  int split = json_is_true(json_object_get(sc, "split")), combine = json_is_true(json_object_get(sc, "combine"));
+  if (split != (nsplit + ncombine > 0) || combine != (ncombine > 0) || json_array_size(sk) != nsplit ||
+      json_array_size(ck) != ncombine)
+    item(c, "bundle_split_combine_mismatch", "/split_combine",
+         "says split %s, combine %s with %zu and %zu kernels; the kernels give %s, %s with %zu and %zu", split ? "yes" : "no",
+         combine ? "yes" : "no", json_array_size(sk), json_array_size(ck), nsplit + ncombine ? "yes" : "no",
+         ncombine ? "yes" : "no", nsplit, ncombine);
+  return 0;
+}
+
 static int grade_bundle(struct tctx *c, const char *bundle_dir) {
   const char *al = json_string_value(json_object_get(c->doc, "article_levels"));
   if (!al || strcmp(al, "not_claimed") || json_object_get(c->doc, "claimed_level"))
@@ -385,7 +440,7 @@ int trace_ladder_evaluate(const json_t *doc, const char *file, const char *bundl
   for (size_t i = 0; i < json_array_size(instances); i++)
     if (!json_is_object(json_array_get(instances, i))) return jr_fail(&c.r, "/range/instances", NULL, "must hold objects");
   if (grade_loaded(&c, instances, kernels) || grade_declared(&c, name) || grade_executed(&c, instances, kernels) ||
-      grade_checked(&c) || grade_timed(&c, instances) || grade_bundle(&c, bundle_dir))
+      grade_checked(&c) || grade_timed(&c, instances) || grade_split_combine(&c, kernels) || grade_bundle(&c, bundle_dir))
     return -1;
   return 0;
 }

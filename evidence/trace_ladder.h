@@ -19,7 +19,7 @@
  *   timed     what was timed: executed holds, and per-instance GPU time (CUPTI kernel durations WITH
  *             tracing on; never a measurement in the article's level-6 sense) summarizes as stated
  * Bundle-wide findings (a claim that does not hold, a claimed article level, a record file that does not
- * match its digest) never change a finding but make the bundle fail validation. */
+ * match its digest, split_combine or a kernel's role that does not recompute from the kernel names) never change a finding but make the bundle fail validation. */
 #ifndef DKB_TRACE_LADDER_H
 #define DKB_TRACE_LADDER_H
 
@@ -66,6 +66,11 @@ void trace_grade_release(struct trace_grade *g);
  * bundle (schema id, a section of the wrong type). */
 int trace_ladder_evaluate(const json_t *doc, const char *file, const char *bundle_dir, struct trace_grade *g,
                           struct dkb_err *err);
+/* Split and combine kernels by name, a heuristic over demangled names whose wording every bundle carries
+ * (TRACE_SPLIT_RULE): 1 when the name looks like a combine of split partial states, 2 like a split
+ * producer, 0 neither. The ladder recomputes a bundle's roles and split_combine with it. */
+extern const char TRACE_SPLIT_RULE[];
+int trace_kernel_role(const char *demangled);
 /* 1 when every claimed finding holds and there is no bundle-wide finding. */
 int trace_grade_honest(const struct trace_grade *g);
 /* {"loaded": {"holds": b, "reasons": [{reason, kind, pointer, detail}]}, ..., "bundle": [...]} */

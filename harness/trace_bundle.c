@@ -25,10 +25,6 @@
 #define NONE ((size_t)-1)
 #define CALL_PREFIX "dkb/call/"
 
-static const char SPLIT_RULE[] =
-    "by kernel name only (a heuristic over demangled names, case-insensitive): combine = combine, merge, "
-    "MergeStates; split = splitkv, split_kv, flash_decoding, flex_decoding, partition, paged_attention_v2; "
-    "a split or combine under another name, or inside one fused kernel, is not seen";
 static const char HASHED_BY[] =
     "SHA-256 of each file by dkb trace after the program ended; its device, inode, size and mtime are "
     "compared with what the program's loader map recorded (identity 'changed' or 'missing' otherwise); "
@@ -253,21 +249,6 @@ static json_t *declared_json(const char *name) {
   return json_pack("{s:o,s:s,s:b,s:n}", "call_key", key, "call_key_sha256", sha, "message_canonical", canon, "parse_error");
 }
 
-int trace_kernel_role(const char *demangled) {
-  char low[512];
-  size_t n = 0;
-  for (; demangled && demangled[n] && n + 1 < sizeof low; n++) low[n] = (char)tolower((unsigned char)demangled[n]);
-  low[n] = '\0';
-  static const char *const COMBINE[] = {"combine", "merge", NULL};
-  static const char *const SPLIT[] = {"splitkv", "split_kv", "flash_decoding", "flashdecoding", "flex_decoding",
-                                      "partition", "paged_attention_v2", NULL};
-  for (int i = 0; COMBINE[i]; i++)
-    if (strstr(low, COMBINE[i])) return 1;
-  for (int i = 0; SPLIT[i]; i++)
-    if (strstr(low, SPLIT[i])) return 2;
-  return 0;
-}
-
 static json_t *triple(const int32_t v[3]) { return json_pack("[i,i,i]", v[0], v[1], v[2]); }
 
 /* Kernels of the instances in `in` (in[range index] != 0): trace.c's per-symbol summary, durations,
@@ -341,7 +322,7 @@ static json_t *kernels_json(const struct proc_ctx *x, const unsigned char *in, u
                        mn == UINT64_MAX ? json_null() : json_integer((json_int_t)mx), "modules", mods, "role",
                        role == 1 ? json_string("combine") : role == 2 ? json_string("split") : json_null()));
   }
-  *split_combine = json_pack("{s:s,s:b,s:b,s:o,s:o}", "rule", SPLIT_RULE, "split", json_array_size(splits) > 0, "combine",
+  *split_combine = json_pack("{s:s,s:b,s:b,s:o,s:o}", "rule", TRACE_SPLIT_RULE, "split", json_array_size(splits) + json_array_size(combines) > 0, "combine",
                              json_array_size(combines) > 0, "split_kernels", splits, "combine_kernels", combines);
   dkb_trace_release(&t);
   free(src);

@@ -46,8 +46,5 @@ int trace_bundles_build(const struct tr_proc *procs, size_t nprocs, const struct
                         struct trace_bundle_set *out, struct dkb_err *err);
 void trace_bundle_set_release(struct trace_bundle_set *s);
 
-/* Split and combine kernels by name (a heuristic over demangled names, which the bundle states): 1 when
- * the name looks like a combine/merge of split partials, 2 like a split producer, 0 neither. */
-int trace_kernel_role(const char *demangled);
 
 #endif

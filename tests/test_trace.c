@@ -459,6 +459,25 @@ static void trace_records_reader_names_file_line_and_pointer(void **s) {
 
 /* ---- the trace ladder on mutated bundles ---- */
 
+/* The split/combine rule on the kernel names dkb trace met on the H200 (PyTorch's flash and cuDNN SDPA,
+ * FlashInfer, FlexAttention) and on names it must not take for either. */
+static void trace_kernel_roles_follow_the_stated_rule(void **s) {
+  (void)s;
+  static const struct { const char *name; int role; } CASES[] = {
+      {"void pytorch_flash::flash_fwd_splitkv_kernel<Flash_fwd_kernel_traits<128, 64, 128, 4>>(Flash_fwd_params)", 2},
+      {"void pytorch_flash::flash_fwd_splitkv_combine_kernel<Flash_fwd_kernel_traits<128, 64, 128, 4>>(Flash_fwd_params)", 1},
+      {"void cudnn::fusion::lean_reduction_kernel<false, false, false>", 1},
+      {"flashinfer::PersistentVariableLengthMergeStatesKernel", 1},
+      {"cudnn_generated_fort_native_sdpa_sm80_flash_fprop_wmma_f16_knob_35_64x64x128_4x1x1_kernel0_0", 0},
+      {"triton_tem_fused_flex_attention_0", 0},
+      {"fmha_cutlassF_bf16_aligned_64x128_rf_sm80", 0},
+  };
+  for (size_t i = 0; i < sizeof CASES / sizeof CASES[0]; i++)
+    if (trace_kernel_role(CASES[i].name) != CASES[i].role)
+      fail_msg("%s: role %d, want %d", CASES[i].name, trace_kernel_role(CASES[i].name), CASES[i].role);
+  assert_non_null(strstr(TRACE_SPLIT_RULE, "lean_reduction"));
+}
+
 static void trace_ladder_recomputes_instead_of_trusting(void **s) {
   (void)s;
   const char *d = fresh_dir("gpu_ladder");
@@ -473,6 +492,9 @@ static void trace_ladder_recomputes_instead_of_trusting(void **s) {
       {"", "article_levels", "\"6\"", NULL, "bundle_article_level_claimed"},
       {"", "claims", "[\"checked\"]", NULL, "bundle_claim_unproven"},
       {"/kernels/0", "launches", "7", "executed", "executed_counts_inconsistent"},
+      {"/kernels/0", "role", "null", NULL, "bundle_split_combine_mismatch"},
+      {"/split_combine", "combine", "false", NULL, "bundle_split_combine_mismatch"},
+      {"/split_combine", "rule", "\"by name\"", NULL, "bundle_split_combine_mismatch"},
   };
   for (size_t i = 0; i < sizeof CASES / sizeof CASES[0]; i++) {
     json_t *doc = json_deep_copy(good);
@@ -695,7 +717,8 @@ DKB_TEST_GROUP(trace, cmocka_unit_test(trace_usage_errors), cmocka_unit_test(tra
                cmocka_unit_test(trace_join_attributes_launches_by_correlation),
                cmocka_unit_test(trace_incomplete_records_are_findings),
                cmocka_unit_test(trace_records_reader_names_file_line_and_pointer),
-               cmocka_unit_test(trace_ladder_recomputes_instead_of_trusting), cmocka_unit_test(inject_sha256_equals_libcrypto),
+               cmocka_unit_test(trace_kernel_roles_follow_the_stated_rule),
+    cmocka_unit_test(trace_ladder_recomputes_instead_of_trusting), cmocka_unit_test(inject_sha256_equals_libcrypto),
                cmocka_unit_test(inject_module_records_hash_and_list_symbols),
                cmocka_unit_test(pydist_maps_installed_files_and_checks_record),
                cmocka_unit_test(gpu_inject_test_program_runs_unchanged_and_attributed),
