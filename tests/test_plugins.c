@@ -72,6 +72,11 @@ static void dkb_backends_lists_every_backend_with_its_identity(void **s) {
   if (!split || !test || !naive || !(split < test && test < naive))
     fail_msg("not listed by priority (10, 70, 100):\n%s", r.out);
   run_result_release(&r);
+  /* one library named twice, by a flag and the environment in two spellings, is loaded once */
+  run_sh(&r, "DKB_PLUGIN_PATH=$PWD/" TP "ok.so build/dkb backends --plugin " TP "ok.so");
+  assert_int_equal(r.rc, 0);
+  assert_non_null(strstr(r.out, "dkb backends: 3 (priority order decides auto selection)\n"));
+  run_result_release(&r);
   run_sh(&r, "DKB_PLUGIN_PATH=" TP "abi2.so build/dkb backends");
   assert_int_equal(r.rc, 3);
   assert_non_null(strstr(r.err, "plugin ABI version 2, this dkb speaks 1 (from DKB_PLUGIN_PATH)\n"));
