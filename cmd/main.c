@@ -189,8 +189,8 @@ static const struct command COMMANDS[] = {
      "died of a signal, a process ended with records unflushed or dropped, or a matched dump failed its\n"
      "check; 2 on a usage error or a CMD that cannot be started; 3 when a record file or a matched dump is\n"
      "malformed; 4 when nothing could be traced (no process initialized CUDA or NVTX, CUPTI was taken by\n"
-     "another tool, or CUDA_INJECTION64_PATH was already set). The program's own exit status is printed\n"
-     "and kept in every bundle.\n"},
+     "another tool, CUDA_INJECTION64_PATH was already set, or dkb trace itself runs under Nsight Compute).\n"
+     "The program's own exit status is printed and kept in every bundle.\n"},
     {"check", cmd_check, "dkb check DUMP [--json]",
      "check a dump of one call (any program's) against dkb's float64 oracle",
      "Reads a dump folder in dkb's dump format (index.json + .npy files, schemas/dump.schema.json; `dkb run\n"

@@ -148,6 +148,15 @@ int cmd_trace(int argc, char **argv) {
                     "programs (nsys, ncu, a profiler); dkb trace does not replace it\n", taken);
     return DKB_ENV;
   }
+  /* Nsight Compute sets NV_NSIGHT_INJECTION_* in the processes it profiles (seen under ncu 2025.3 with
+   * --target-processes all), and its own injection in CMD then refuses dkb's CUDA_INJECTION64_PATH and ends
+   * CMD with an error: refused here, before CMD runs, rather than changing the program's result. */
+  const char *nsight = getenv("NV_NSIGHT_INJECTION_TRANSPORT_TYPE");
+  if (nsight) {
+    fprintf(stderr, "dkb: error: dkb trace runs under an Nsight tool (NV_NSIGHT_INJECTION_TRANSPORT_TYPE is set): its "
+                    "injection in CMD would refuse dkb's and end CMD with an error; run dkb trace outside the profiler\n");
+    return DKB_ENV;
+  }
   char lib[PATH_MAX];
   if (find_library(lib)) {
     fprintf(stderr, "dkb: error: cannot find dkb's injection library (libdkb_inject.so beside the dkb executable, or "

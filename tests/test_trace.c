@@ -117,6 +117,9 @@ static void trace_refuses_an_injection_already_set(void **s) {
   expect("CUDA_INJECTION64_PATH=/opt/nsys/libinj.so build/dkb trace -o /nonexistent/x -- true", 4, NULL,
          "dkb: error: CUDA_INJECTION64_PATH is already set ('/opt/nsys/libinj.so'): another tool injects itself into "
          "CUDA programs (nsys, ncu, a profiler); dkb trace does not replace it\n");
+  expect("NV_NSIGHT_INJECTION_TRANSPORT_TYPE=uds build/dkb trace -o /nonexistent/x -- true", 4, NULL,
+         "dkb: error: dkb trace runs under an Nsight tool (NV_NSIGHT_INJECTION_TRANSPORT_TYPE is set): its injection in "
+         "CMD would refuse dkb's and end CMD with an error; run dkb trace outside the profiler\n");
 }
 
 static void trace_refuses_a_non_empty_output_folder(void **s) {
