@@ -3,7 +3,8 @@
 #
 #   tools/trace-examples.sh OUT [STEP...]        STEPs (default, in this order): tests inject sdpa flex flashinfer profilers
 #
-# tests       the injection library's GPU tests (build/dkb_tests, gpu_inject*) and the CPU trace/check groups
+# tests       the injection library's GPU tests (build/dkb_tests, gpu_inject*) and the trace group (its GPU-record
+#             tests; the CPU-only check group needs numpy under /usr/bin/python3, which the H200 image lacks)
 # inject      examples/cuda/inject_test under dkb trace: threads + streams + a graph (ok), a range open at exit
 #             (open), exit() in a range after and before its kernel finished, a range pushed before cuInit;
 #             and the program's output with and without the library (must be identical)
@@ -66,7 +67,6 @@ for step in $STEPS; do
   tests)
     run tests-gpu 180 env DKB_TEST_FILTER='gpu_inject*' build/dkb_tests
     run tests-trace 180 env DKB_TEST_FILTER='trace_*' build/dkb_tests
-    run tests-check 120 env DKB_TEST_FILTER='check_*' build/dkb_tests
     ;;
   inject)
     run inject-plain 60 build/examples/inject_test ok
