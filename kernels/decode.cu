@@ -10,8 +10,8 @@
 //       2; writes the split state (m,l,u) or (LSE,O) of its slot, or the final O directly when the plan
 //       has one item per request. Empty items and items past a request's keys write the empty identity.
 //   decode_split_kv_producer_mma<T, D_PAD, EARLY>  (decode/producer_mma.cuh) the same contract on tensor
-//       cores (mma.sync) for fp16/bf16, d <= 128 and up to 16 query rows per K/V head; two stages, two
-//       CTAs per SM; whole tiles of NHD caches arrive as TMA boxes on an mbarrier (KvMaps), the rest by
+//       cores (mma.sync) for fp16/bf16, d <= 256 and up to 16 query rows per K/V head; two stages, two
+//       CTAs per SM (one at d = 256: its stages are twice as large); whole tiles of NHD caches arrive as TMA boxes on an mbarrier (KvMaps), the rest by
 //       cp.async. EARLY (contiguous and ragged NHD caches): the item's first whole tile is sent at CTA
 //       entry, before the prologue.
 //   decode_split_kv_fused_mma<T, D_PAD, EARLY>  (decode/producer_mma.cuh) that producer whose last CTA per
@@ -115,10 +115,11 @@ Instance make_mma(bool early) { return early ? make_mma<T, D, true>() : make_mma
 bool pick(int dtype, int dk, int dv, int rows, Instance *out, bool early = false) {
   int D = pad_dim(dk > dv ? dk : dv), rb = row_bucket(rows);
   if (!D || !rb) return false;
-  /* tensor cores for half types, head dims up to 128 and up to 16 query rows per K/V head */
-  if (dtype != DKB_KDT_F32 && D <= 128 && rows <= 16) {
-    if (dtype == DKB_KDT_BF16) *out = D == 64 ? make_mma<__nv_bfloat16, 64>(early) : make_mma<__nv_bfloat16, 128>(early);
-    else *out = D == 64 ? make_mma<__half, 64>(early) : make_mma<__half, 128>(early);
+  /* tensor cores for half types and up to 16 query rows per K/V head */
+  if (dtype != DKB_KDT_F32 && rows <= 16) {
+    if (dtype == DKB_KDT_BF16)
+      *out = D == 64 ? make_mma<__nv_bfloat16, 64>(early) : D == 128 ? make_mma<__nv_bfloat16, 128>(early) : make_mma<__nv_bfloat16, 256>(early);
+    else *out = D == 64 ? make_mma<__half, 64>(early) : D == 128 ? make_mma<__half, 128>(early) : make_mma<__half, 256>(early);
     return true;
   }
   switch (dtype) {
@@ -204,9 +205,11 @@ extern "C" int dkb_decode_tile_tokens(int dtype, int dk, int dv, int rows) {
   return pick(dtype, dk, dv, rows, &in) ? in.ntok : 0;
 }
 
+// fused_combine gives each of a warp's 32 lanes four of a row's dims: d_v <= 128. The cluster merge,
+// which has no such limit, shares this test (a d = 256 call's slots merge in the combine kernel).
 extern "C" int dkb_decode_fused_ok(int dtype, int dk, int dv, int rows, int max_slots) {
   Instance in;
-  return pick(dtype, dk, dv, rows, &in) && in.fused && max_slots > 1 && max_slots <= kFusedSlots &&
+  return pick(dtype, dk, dv, rows, &in) && in.fused && dv <= 128 && max_slots > 1 && max_slots <= kFusedSlots &&
          (int64_t)rows * max_slots <= kFusedRowSlots;
 }
 

@@ -13,9 +13,10 @@ namespace {
 // blocks of NTOK keys; SKIP tiles (0x05C) are neither loaded nor computed. Address constants are hoisted out of
 // the copy loop (a copy must not wait on a dependent load): an item's page ids (up to kPageSmem) sit in shared
 // memory before the first copy, and the FlashMask summary of the next tile is loaded one tile ahead, while the
-// current tile is computed. Tiles wholly inside the item take a short path (byte addresses, power-of-two page
-// shift); edge tiles, other page sizes and longer page lists take the general, not unrolled path, which reads
-// the page table directly. A ring in shared memory tells the consumer which tile and class each stage holds
+// current tile is computed. A longer page list (small pages: 2048 keys of 1-key pages) has each thread's page
+// ids of the next tile loaded into registers one tile ahead in the same way (pre). Tiles wholly inside the
+// item take a short path (byte addresses, power-of-two page shift); edge tiles and other page sizes take the
+// general, not unrolled path, which reads the page table directly. A ring in shared memory tells the consumer which tile and class each stage holds
 // (-1: none), and whether it arrives on the stage's mbarrier (kTmaTile).
 template <typename T, int NTOK, int CH, int NT, bool TMA = false>
 struct TilePipe {
@@ -40,7 +41,8 @@ struct TilePipe {
   const unsigned char *kthr, *vthr;
   int64_t kstep, vstep, kpage_b, vpage_b;
   int ksz, vsz, pshift;
-  bool fast;
+  bool fast, pre_on;  // pre_on: paged, the fast path, page ids from pre (the list is not in shared memory)
+  int32_t pre[KPT];   // pre_on: the page of each key this thread copies in tile t_pend
   const KvMaps *maps;  // TMA: the caches' maps (kernel parameter space) and the stages' barriers
   uint64_t *bars;
   int64_t row0;        // TMA, contiguous and ragged: map row of key 0
@@ -99,7 +101,8 @@ struct TilePipe {
       pshift = -1;
       if (paged && (P & (P - 1)) == 0) pshift = __ffs(P) - 1;
       if (!paged) { kthr += ct0 * kstep; vthr += ct0 * vstep; }
-      fast = hi < (int64_t(1) << 30) && (!paged || (pgs && pshift >= 0));
+      fast = hi < (int64_t(1) << 30) && (!paged || pshift >= 0);
+      pre_on = fast && paged && !pgs;
     }
     maps = nullptr; bars = nullptr; row0 = base; hh = h;
     prefetch(t_pend);
@@ -122,6 +125,13 @@ struct TilePipe {
   }
   __device__ __forceinline__ void prefetch(int64_t t) {
     if (t >= t_end) return;
+    if (pre_on) {
+#pragma unroll
+      for (int i = 0; i < KPT; i++) {
+        const int64_t key = t * NTOK + ct0 + i * (NT / CH);
+        pre[i] = key >= lo && key < hi ? __ldg(tbl + (key >> pshift)) : 0;
+      }
+    }
     if (pp->mask_kind == M_FLASHMASK) {
       const int4 *sp = reinterpret_cast<const int4 *>(pp->fm_summary + 8 * (pp->fm_sum_indptr[b] + t));
       sm0 = __ldg(sp);
@@ -151,7 +161,7 @@ struct TilePipe {
     int cls = T_SKIP;
     while (t < t_end && (cls = classify(t)) == T_SKIP) prefetch(++t);  // rare: the planner left out SKIP runs
     bool tma = false;
-    if constexpr (TMA) tma = maps && t < t_end && fast && t * NTOK >= lo && (t + 1) * NTOK <= hi;
+    if constexpr (TMA) tma = maps && t < t_end && fast && !pre_on && t * NTOK >= lo && (t + 1) * NTOK <= hi;
     if (tma) {
       // Whole tile: K and V boxes of box_rows keys x 64 dims each; the stage's layout is the swizzled
       // [dims / 64][NTOK][64] of MmaCfg. Issued by one thread; rows must fit the maps' int32 coordinates.
@@ -175,7 +185,7 @@ struct TilePipe {
 #pragma unroll
         for (int i = 0; i < KPT; i++) {
           const int tt = ct0 + i * (NT / CH), key = key0 + i * (NT / CH), r = key & pm;
-          const int64_t page = pgs[(key >> pshift) - jb];
+          const int64_t page = pre_on ? pre[i] : pgs[(key >> pshift) - jb];
           cp_async16(ks + kpos(tt, cc) * 16, kthr + page * kpage_b + r * kstep, ksz);
           cp_async16(vs + vpos(tt, cc) * 16, vthr + page * vpage_b + r * vstep, vsz);
         }
