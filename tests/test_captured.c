@@ -1,7 +1,8 @@
 /* test_captured.c - what was captured on the H200 and kept in fixtures/captured/: the real bundles
  * (bundles/<fixture name>/) validate at level 6 on every CI run, and a copy of each with one field changed
  * no longer does; the kept bench runs (bench/<name>/, each with its entry in bench/index.json) agree with
- * their entries and recompute from their medians, and a copy with one figure changed does not. The tests
+ * their entries and recompute from their medians, and a copy with one figure changed does not; the kept
+ * `dkb trace` runs (traces/<run>/, tools/trace-examples.sh) validate with the findings they state. The tests
  * iterate what tests/captured_check.py lists: a new bundle or run needs its folder (and entry), no C. */
 #include "tests/util.h"
 
@@ -10,6 +11,7 @@
 #include <string.h>
 
 #define BUNDLES "fixtures/captured/bundles"
+#define TRACES "fixtures/captured/traces"
 #define BENCH "fixtures/captured/bench"
 #define CHECK "/usr/bin/python3 tests/captured_check.py"
 #define EDIT "/usr/bin/python3 tests/jsontool.py edit"
@@ -37,6 +39,37 @@ static void captured_names(struct names *ns, const char *sub) {
 static void names_release(struct names *ns) {
   free(ns->text);
   memset(ns, 0, sizeof *ns);
+}
+
+/* Every trace bundle of the kept H200 runs of tools/trace-examples.sh passes `dkb validate` (its record file
+ * re-hashed beside it), and what the runs showed holds: cuDNN's lean-attention reduction is the combine of a
+ * split, the flash backend's split and combine are seen by name, the math backend's kernels with internal
+ * linkage are bound to their modules, and an edited claim fails. */
+static void captured_trace_runs_validate_with_their_findings(void **s) {
+  (void)s;
+  struct run_result r;
+  run_sh(&r, "n=0; for d in " TRACES "/*/; do build/dkb validate \"$d\"calls/*.json > /dev/null || exit 1; n=$((n+1)); done; echo $n");
+  if (r.rc) fail_msg("a captured trace run fails validation:\n%s%s", r.out, r.err);
+  assert_true(atoi(r.out) >= 7);
+  run_result_release(&r);
+  static const struct { const char *run, *ptr, *want; } CASES[] = {
+      {"sdpa-cudnn", "/split_combine/combine_kernels", "[\"void cudnn::fusion::lean_reduction_kernel"},
+      {"sdpa-cudnn", "/split_combine/split", "true"},
+      {"sdpa-flash", "/split_combine/split", "true"},
+      {"sdpa-math", "/findings/loaded/holds", "true\ntrue\n"},
+  };
+  for (size_t i = 0; i < sizeof CASES / sizeof CASES[0]; i++) {
+    run_sh(&r, "for f in " TRACES "/%s/calls/*.json; do /usr/bin/python3 tests/jsontool.py get --json \"$f\" %s; done",
+           CASES[i].run, CASES[i].ptr);
+    if (r.rc || !strstr(r.out, CASES[i].want)) fail_msg("%s %s: no %s in\n%s%s", CASES[i].run, CASES[i].ptr, CASES[i].want, r.out, r.err);
+    run_result_release(&r);
+  }
+  /* the cuDNN call whose combine was seen, edited to say no split ran */
+  run_sh(&r, "rm -rf %s/tr && cp -r " TRACES "/sdpa-cudnn %s/tr && f=$(grep -l lean_reduction_kernel %s/tr/calls/*.json | head -1) && "
+             EDIT " \"$f\" \"$f\" expect /split_combine/split true set /split_combine/split false && build/dkb validate \"$f\"",
+         tmp_dir(), tmp_dir(), tmp_dir());
+  if (r.rc != 1 || !strstr(r.out, "bundle_split_combine_mismatch")) fail_msg("an edited trace bundle: exit %d\n%s%s", r.rc, r.out, r.err);
+  run_result_release(&r);
 }
 
 static void captured_bundles_validate_at_level_6(void **s) {
@@ -276,4 +309,5 @@ DKB_TEST_GROUP(captured, cmocka_unit_test(captured_bench_runs_agree_with_the_ind
                cmocka_unit_test(captured_counters_run_recomputes_its_dram_ratios), cmocka_unit_test(captured_bundles_validate_at_level_6),
                cmocka_unit_test(captured_bundle_folders_hold_only_what_their_bundles_name), cmocka_unit_test(mutated_captured_bundles_fail),
                cmocka_unit_test(captured_cluster_plans_were_launched_as_clusters),
-               cmocka_unit_test(a_launch_failed_after_a_passed_check_stands_at_level_5))
+               cmocka_unit_test(a_launch_failed_after_a_passed_check_stands_at_level_5),
+               cmocka_unit_test(captured_trace_runs_validate_with_their_findings))
