@@ -233,7 +233,8 @@ static void assert_cluster_groups(const struct decode_plan *pl) {
 /* A cluster plan launches each request's items as one thread-block cluster of consecutive grid rows, so
  * the plan must keep them together in slot order (rank r = slot r), give every request the cluster's
  * slot count, and hold no global arrival counters; plans the kernel does not cluster (more slots, a bf16
- * workspace, unequal slot counts) keep the global fused merge or, past 16 slots, the combine kernel. */
+ * workspace, unequal slot counts) keep the global fused merge or, past 16 slots or at d_v = 256, the
+ * combine kernel. */
 static void cluster_plans_keep_each_requests_items_together_in_slot_order(void **s) {
   (void)s;
   struct { const char *path; int cluster; } cases[] = {
@@ -286,6 +287,25 @@ static void cluster_plans_keep_each_requests_items_together_in_slot_order(void *
     if (pl.fused != v[k].fused || pl.cluster != v[k].cluster)
       fail_msg("case %zu: fused %d cluster %d, want %d %d", k, pl.fused, pl.cluster, v[k].fused, v[k].cluster);
     if (pl.cluster) assert_cluster_groups(&pl);
+    plan_release(&pl);
+    inputs_release(&in);
+    decode_call_release(&c);
+  }
+  /* d_v = 256: fused_combine gives a lane four of a row's 128 dims, so neither the fused nor the cluster
+   * merge (which shares its test) is planned, and the combine kernel merges; on the H200 a fused d = 256
+   * plan left half of O unwritten (paged-hnd-p256-d256, level 5) */
+  char doc[2048];
+  snprintf(doc, sizeof doc, base, 901, "{\"policy\": \"fixed\", \"splits\": 2}", "");
+  char *dims = strstr(doc, "\"d_qk\": 128, \"d_v\": 128");
+  assert_non_null(dims);
+  memcpy(dims, "\"d_qk\": 256, \"d_v\": 256", strlen("\"d_qk\": 256, \"d_v\": 256"));
+  for (int k = 0; k < 2; k++) {
+    struct decode_call c;
+    struct decode_inputs in;
+    struct decode_plan pl;
+    plan_fixture(k ? tmp_file("d256-plan.json", doc) : "fixtures/decode/paged-hnd-p256-d256.json", &c, &in, &pl);
+    if (pl.direct || pl.fused || pl.cluster)
+      fail_msg("d = 256 case %d: direct %d fused %d cluster %d, want a combine kernel plan", k, pl.direct, pl.fused, pl.cluster);
     plan_release(&pl);
     inputs_release(&in);
     decode_call_release(&c);
