@@ -32,16 +32,13 @@ static int add(struct backend_set *s, const struct dkb_backend *t, const struct 
   return 0;
 }
 
-/* 1 when a and b name the same file: the same path, or two spellings of it (relative and absolute, a link). */
-static int same_file(const char *a, const char *b) {
-  if (!strcmp(a, b)) return 1;
-  char ra[PATH_MAX], rb[PATH_MAX];
-  return realpath(a, ra) && realpath(b, rb) && !strcmp(ra, rb);
-}
-
+/* A plugin named twice (a flag and the environment, perhaps in two spellings: relative and absolute, a link) is
+ * loaded once; dkb_plugin_open keeps each library's canonical path to compare with. */
 static int load(struct backend_set *s, const char *path, struct dkb_err *err) {
+  char real[PATH_MAX];
+  const char *key = realpath(path, real) ? real : path; /* as dkb_plugin_open falls back */
   for (size_t i = 0; i < s->nlibs; i++)
-    if (same_file(s->libs[i].path, path)) return 0;  /* named twice (a flag and the environment) */
+    if (!strcmp(s->libs[i].realpath, key)) return 0;
   if (s->nlibs >= BACKENDS_MAX_PLUGINS)
     return dkb_err_set(err, DKB_USAGE, path, "", "more than %d plugins", BACKENDS_MAX_PLUGINS);
   struct dkb_plugin_lib *lib = &s->libs[s->nlibs];
