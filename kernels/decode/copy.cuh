@@ -63,18 +63,29 @@ __device__ __forceinline__ void tma_box(void *dst, const CUtensorMap *m, int x, 
                "r"(smem_u32(bar)), "l"(evict_first()) : "memory");
 }
 constexpr int kTmaTile = 0x100;  // ring_c flag: the stage's tile arrives on its mbarrier
-// One thread: the K and V boxes of one whole tile (NTOK keys x CH 16-byte chunks) into the stage at ks (V
-// tile_bytes further), completing on bar; row(j) is the map row of the tile's key j, j a multiple of
-// the box rows.
-template <int NTOK, int CH, class Row>
-__device__ __forceinline__ void tma_tile(const KvMaps *m, unsigned char *ks, int tile_bytes, int h, Row row, uint64_t *bar) {
+// Threads 0 .. LANES - 1 of warp 0 (this one: lane): the K and V boxes of one whole tile (NTOK keys x CH
+// 16-byte chunks) into the stage at ks (V tile_bytes further), completing on bar; row(j) is the map row of
+// the tile's key j, j a multiple of the box rows. A whole warp issues for small pages: a tile of 16-key
+// pages has 8 boxes at d = 64 and 32 at d = 256, whose page ids one thread would read and issue in turn
+// while the tile waits (docs/kernels.md, "A warp issues the boxes of small pages").
+template <int NTOK, int CH, int LANES = 1, class Row>
+__device__ __forceinline__ void tma_tile(const KvMaps *m, unsigned char *ks, int tile_bytes, int h, Row row, uint64_t *bar,
+                                         int lane = 0) {
   const int br = m->box_rows, halves = CH / 8;
   asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");  // generic accesses of the stage come first
-  mbar_expect(bar, 2 * halves * NTOK * 128);
-  for (int j = 0; j < NTOK; j += br) {
-    const int r = row(j);
+  if (lane == 0) mbar_expect(bar, 2 * halves * NTOK * 128);  // a box done first leaves tx-count below 0 a while
+  if constexpr (LANES == 1) {
+    for (int j = 0; j < NTOK; j += br) {
+      const int r = row(j);
 #pragma unroll
-    for (int hf = 0; hf < halves; hf++) {
+      for (int hf = 0; hf < halves; hf++) {
+        tma_box(ks + (hf * NTOK + j) * 128, &m->k, hf * 64, h, r, bar);
+        tma_box(ks + tile_bytes + (hf * NTOK + j) * 128, &m->v, hf * 64, h, r, bar);
+      }
+    }
+  } else {
+    for (int i = lane; i < NTOK / br * halves; i += LANES) {  // K and V box pairs
+      const int j = i / halves * br, hf = i % halves, r = row(j);
       tma_box(ks + (hf * NTOK + j) * 128, &m->k, hf * 64, h, r, bar);
       tma_box(ks + tile_bytes + (hf * NTOK + j) * 128, &m->v, hf * 64, h, r, bar);
     }

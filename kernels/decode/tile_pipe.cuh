@@ -9,7 +9,8 @@ namespace {
 
 // ---- the tile pipeline -------------------------------------------------------------------------
 // One CTA streams the K/V tiles of its item [lo, hi) of request b, head h, through the kernel's shared-memory
-// stages with cp.async, or with TMA boxes (TMA, use_tma) for whole tiles of NHD caches. Tiles are aligned
+// stages with cp.async, or with TMA boxes for whole tiles of NHD caches (use_tma; TMA > 0 threads of warp 0
+// issue a tile's boxes, 0: no TMA). Tiles are aligned
 // blocks of NTOK keys; SKIP tiles (0x05C) are neither loaded nor computed. Address constants are hoisted out of
 // the copy loop (a copy must not wait on a dependent load): an item's page ids (up to kPageSmem) sit in shared
 // memory before the first copy, and the FlashMask summary of the next tile is loaded one tile ahead, while the
@@ -18,7 +19,7 @@ namespace {
 // item take a short path (byte addresses, power-of-two page shift); edge tiles and other page sizes take the
 // general, not unrolled path, which reads the page table directly. A ring in shared memory tells the consumer which tile and class each stage holds
 // (-1: none), and whether it arrives on the stage's mbarrier (kTmaTile).
-template <typename T, int NTOK, int CH, int NT, bool TMA = false>
+template <typename T, int NTOK, int CH, int NT, int TMA = 0>
 struct TilePipe {
   static constexpr int EPC = 16 / (int)sizeof(T);
   static constexpr int KPT = NTOK * CH / NT > 0 ? NTOK * CH / NT : 1;  // keys each thread copies per tile
@@ -161,15 +162,16 @@ struct TilePipe {
     int cls = T_SKIP;
     while (t < t_end && (cls = classify(t)) == T_SKIP) prefetch(++t);  // rare: the planner left out SKIP runs
     bool tma = false;
-    if constexpr (TMA) tma = maps && t < t_end && fast && !pre_on && t * NTOK >= lo && (t + 1) * NTOK <= hi;
+    if constexpr (TMA > 0) tma = maps && t < t_end && fast && !pre_on && t * NTOK >= lo && (t + 1) * NTOK <= hi;
     if (tma) {
       // Whole tile: K and V boxes of box_rows keys x 64 dims each; the stage's layout is the swizzled
-      // [dims / 64][NTOK][64] of MmaCfg. Issued by one thread; rows must fit the maps' int32 coordinates.
-      if (tid == 0)
-        tma_tile<NTOK, CH>(maps, ks, tile_bytes, hh, [&](int j) {
+      // [dims / 64][NTOK][64] of MmaCfg. Issued by the first TMA threads; rows must fit the maps' int32
+      // coordinates.
+      if (tid < TMA)
+        tma_tile<NTOK, CH, TMA>(maps, ks, tile_bytes, hh, [&](int j) {
           const int64_t key = t * NTOK + j;
           return paged ? (int)(pgs[(key >> pshift) - j0] * P + (key & (P - 1))) : (int)(row0 + key);
-        }, bars + s);
+        }, bars + s, tid);
     } else if (t < t_end && fast && t * NTOK >= lo && (t + 1) * NTOK <= hi) {
       unsigned char *vs = ks + tile_bytes;
       if (!paged) {
