@@ -69,6 +69,7 @@ struct state {
   int ws_cudnn = -1, ws_arrays = -1; /* indices into the plan's workspaces; -1: none */
   std::vector<int64_t> uids;         /* the graph's variant-pack uids in execute's order (setup) */
   std::vector<void *> ptrs;
+  bool deterministic = false; /* built from engines without the NONDETERMINISTIC note */
   ~state() {
     graph.reset(); /* the plans go before the handle they were built with */
     if (handle) cudnnDestroy(handle);
@@ -258,16 +259,26 @@ std::shared_ptr<fe::graph::Graph> make_graph(const struct dkb_call *c, const arr
   return g;
 }
 
-/* Steps of Graph::build(handle, {A}), one at a time so a failure names its step. */
-void build(state &st) {
+/* Steps of Graph::build(handle, {A}), one at a time so a failure names its step. deterministic: engines
+ * whose numerical notes say NONDETERMINISTIC are deselected before check_support, since a call whose output
+ * bits change from one execute to the next cannot reach level 6 (dkb's repeat check; on the H200 15 of 16
+ * serving shapes ended output_not_reproduced before). Returns false when no engine is left. */
+bool build(state &st, bool deterministic) {
   auto step = [&](fe::error_t e, const char *what) {
     if (e.is_bad()) throw std::runtime_error(std::string(what) + ": " + e.get_message());
   };
   step(st.graph->validate(), "validate");
   step(st.graph->build_operation_graph(st.handle), "build_operation_graph");
   step(st.graph->create_execution_plans({fe::HeurMode_t::A}), "create_execution_plans");
-  step(st.graph->check_support(), "check_support");
+  if (deterministic) {
+    st.graph->deselect_numeric_notes({fe::NumericalNote_t::NONDETERMINISTIC});
+    if (st.graph->check_support().is_bad()) return false;
+  } else {
+    step(st.graph->check_support(), "check_support");
+  }
   step(st.graph->build_plans(fe::BuildPlanPolicy_t::HEURISTICS_CHOICE), "build_plans");
+  st.deterministic = deterministic;
+  return true;
 }
 
 std::string json_string(const std::string &s) {
@@ -304,6 +315,8 @@ std::string describe(const struct dkb_call *c, const state &st, const arrays &a,
        json_string(std::to_string(CUDNN_FRONTEND_MAJOR_VERSION) + "." + std::to_string(CUDNN_FRONTEND_MINOR_VERSION) +
                    "." + std::to_string(CUDNN_FRONTEND_PATCH_VERSION));
   j += ",\"implementation\":\"composite\",\"heuristics\":\"a\",\"build_policy\":\"heuristics_choice\"";
+  j += ",\"engines\":" + json_string(st.deterministic ? "deterministic (NONDETERMINISTIC deselected)"
+                                                      : "any (no deterministic engine supports the call)");
   j += ",\"engine_config\":" + json_string(plan_name);
   j += ",\"io_dtype\":" + json_string(c->dtype == DKB_ABI_BF16 ? "bf16" : "fp16");
   char scale[32];
@@ -421,7 +434,10 @@ int sdpa_plan(const struct dkb_backend *self, const struct dkb_call *c, struct d
       return fail(nullptr, std::string("cudnn_sdpa: plan: cudnnCreate: ") + cudnn_text(s));
     }
     st->graph = make_graph(c, a);
-    build(*st);
+    if (!build(*st, true)) { /* no deterministic engine: any, and the plan says so */
+      st->graph = make_graph(c, a);
+      build(*st, false);
+    }
     fill_plan(c, *st, a, plan);
     *state_out = st.release();
     return 0;
