@@ -63,15 +63,21 @@ __device__ __forceinline__ void tma_box(void *dst, const CUtensorMap *m, int x, 
                "r"(smem_u32(bar)), "l"(evict_first()) : "memory");
 }
 constexpr int kTmaTile = 0x100;  // ring_c flag: the stage's tile arrives on its mbarrier
-// Threads 0 .. LANES - 1 of warp 0 (this one: lane): the K and V boxes of one whole tile (NTOK keys x CH
-// 16-byte chunks) into the stage at ks (V tile_bytes further), completing on bar; row(j) is the map row of
-// the tile's key j, j a multiple of the box rows. A whole warp issues for small pages: a tile of 16-key
-// pages has 8 boxes at d = 64 and 32 at d = 256, whose page ids one thread would read and issue in turn
-// while the tile waits (docs/kernels.md, "A warp issues the boxes of small pages").
+// Threads 0 .. LANES - 1 (this one: lane; LANES 1 or a multiple of 32): the K and V boxes of one whole
+// tile (NTOK keys x CH 16-byte chunks) into the stage at ks (V tile_bytes further), completing on bar;
+// row(j) is the map row of the tile's key j, j a multiple of the box rows. Every warp issues for small
+// pages: a tile of 16-key pages has 8 boxes at d = 64 and 32 at d = 256, whose page ids one thread would
+// read and issue in turn while the tile waits (docs/kernels.md, "Every warp issues the boxes of small
+// pages"). Pair i comes from thread (i % warps) * 32 + i / warps: a warp's boxes go out as a loop over
+// its lanes (a box's coordinates sit in uniform registers), and one warp issuing them all held the other
+// warps at the next barrier.
 template <int NTOK, int CH, int LANES = 1, class Row>
 __device__ __forceinline__ void tma_tile(const KvMaps *m, unsigned char *ks, int tile_bytes, int h, Row row, uint64_t *bar,
                                          int lane = 0) {
   const int br = m->box_rows, halves = CH / 8;
+  const int first = (lane & 31) * (LANES / 32) + (lane >> 5);  // LANES > 1: this thread's first pair
+  if constexpr (LANES > 1)
+    if (first >= NTOK / br * halves) return;
   asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");  // generic accesses of the stage come first
   if (lane == 0) mbar_expect(bar, 2 * halves * NTOK * 128);  // a box done first leaves tx-count below 0 a while
   if constexpr (LANES == 1) {
@@ -84,7 +90,7 @@ __device__ __forceinline__ void tma_tile(const KvMaps *m, unsigned char *ks, int
       }
     }
   } else {
-    for (int i = lane; i < NTOK / br * halves; i += LANES) {  // K and V box pairs
+    for (int i = first; i < NTOK / br * halves; i += LANES) {  // K and V box pairs
       const int j = i / halves * br, hf = i % halves, r = row(j);
       tma_box(ks + (hf * NTOK + j) * 128, &m->k, hf * 64, h, r, bar);
       tma_box(ks + tile_bytes + (hf * NTOK + j) * 128, &m->v, hf * 64, h, r, bar);

@@ -133,8 +133,9 @@ __device__ __forceinline__ void producer_mma(const dkb_decode_params &p, const K
   __shared__ int32_t pg_smem[kPageSmem];
   __shared__ int row_flag;  // fused: this CTA is its group's last
   // TMA boxes from thread 0 in the EARLY instances (contiguous and ragged NHD caches: 2-8 boxes a tile),
-  // from all of warp 0 in the others (paged: up to 32). Warp issue measured slower on contiguous caches.
-  TilePipe<T, K::NTOK, K::CH, K::NT, EARLY ? 1 : 32> pipe;
+  // from every warp in the others (paged: up to 32). Issue by more threads measured slower on contiguous
+  // caches.
+  TilePipe<T, K::NTOK, K::CH, K::NT, EARLY ? 1 : K::NT> pipe;
   pipe.init(p, tid, b, h, lo, hi, N, base, q_first, ring_t, ring_c, pg_smem);
   pipe.use_tma(&maps, bars, K::ST, t_early >= 0);
   __syncthreads();
