@@ -1170,6 +1170,55 @@ static void sass_check_flags_an_unwritten_copy_descriptor(void **s) {
   run_result_release(&r);
 }
 
+/* tools/ncu-summary.py (docs/profiles/ keeps its output) reads each launch's figures and stall reasons from
+ * `ncu --print-details all` lines as ncu writes them, and shares the first kernel's stall samples by
+ * opcode and instruction, predicates dropped, the second kernel's rows not counted; a report with no
+ * launch is exit 1. */
+static void ncu_summary_shares_a_profiles_stalls_by_reason_and_instruction(void **s) {
+  (void)s;
+  static const char txt[] =
+      "[673] dkb@127.0.0.1\n"
+      "  void <unnamed>::decode_split_kv_producer_mma<__nv_bfloat16, 256, 0>(dkb_decode_params, <unnamed>::KvMaps) (4, 64, 1)x(128, 1, 1), Context 1, Stream 13, Device 0, CC 9.0\n"
+      "    dram__bytes_read.sum                                     Mbyte       537.52\n"
+      "    gpu__time_duration.sum                                      us       165.28\n"
+      "    DRAM Throughput                   %        67.90\n"
+      "    Registers Per Thread             register/thread             254\n"
+      "    Registers Per Thread       register/thread                            255\n"
+      "    Warp Stall Sampling (All Samples) (smsp__pcsamp_warps_issue_stalled_barrier)                                     warp        5,000\n"
+      "    Warp Stall Sampling (All Samples) (smsp__pcsamp_warps_issue_stalled_wait)                                        warp        3,000\n"
+      "    Warp Stall Sampling (All Samples) (smsp__pcsamp_warps_issue_stalled_long_scoreboard)                             warp        2,000\n";
+  static const char csv[] =
+      "\"Kernel Name\",\"void <unnamed>::decode_split_kv_producer_mma<__nv_bfloat16, (int)256, (bool)0>(dkb_decode_params, <unnamed>::KvMaps)\",\n"
+      "\"Address\",\"Source\",\"Warp Stall Sampling (All Samples)\",\"# Samples\"\n"
+      "\"0x10\",\"      LDS.64 R250, [R250+UR52]\",\"60\",\"60\"\n"
+      "\"0x20\",\"@!P0  BRA 0x7f72677bf170\",\"30\",\"30\"\n"
+      "\"0x30\",\"      LDS R1, [R2]\",\"10\",\"10\"\n"
+      "\"Kernel Name\",\"void other()\",\n"
+      "\"Address\",\"Source\",\"Warp Stall Sampling (All Samples)\",\"# Samples\"\n"
+      "\"0x10\",\"      HMMA.16816.F32.BF16 R84, R32, R172, R84\",\"900\",\"900\"\n";
+  tmp_file("prof.txt", txt);
+  tmp_file("prof-source.csv", csv);
+  struct run_result r;
+  run_sh(&r, "/usr/bin/python3 tools/ncu-summary.py %s/prof", tmp_dir());
+  assert_int_equal(r.rc, 0);
+  static const char *want[] = {
+      "`void <unnamed>::decode_split_kv_producer_mma<__nv_bfloat16, 256, 0>(dkb_decode_params, <unnamed>::KvMaps)`, grid (4, 64, 1), block (128, 1, 1)\n",
+      "| duration | 165.28 us |\n", "| DRAM read | 537.52 Mbyte |\n", "| DRAM throughput | 67.90 % |\n",
+      "| registers per thread | 254 register/thread |\n",
+      "| stall samples | barrier 50.0 %, wait 30.0 %, long_scoreboard 20.0 % |\n",
+      "Stall samples of `void <unnamed>::decode_split_kv_producer_mma<__nv_bfloat16, (int)256, (bool)0>(dkb_decode_params, <unnamed>::KvMaps)`: 100\n",
+      "| LDS | 70.0 % |\n| BRA | 30.0 % |\n", "| `LDS.64 R250, [R250+UR52]` | 60.0 % |\n"};
+  for (size_t i = 0; i < sizeof want / sizeof want[0]; i++)
+    if (!strstr(r.out, want[i])) fail_msg("missing %s in\n%s%s", want[i], r.out, r.err);
+  assert_null(strstr(r.out, "HMMA"));
+  run_result_release(&r);
+  tmp_file("empty.txt", "==PROF== Disconnected\n");
+  run_sh(&r, "/usr/bin/python3 tools/ncu-summary.py %s/empty", tmp_dir());
+  assert_int_equal(r.rc, 1);
+  assert_non_null(strstr(r.err, "empty.txt: no kernel launch"));
+  run_result_release(&r);
+}
+
 /* The verdict tools/budgets.py printed for one budget: the rest of the line that starts with name. */
 static void assert_budget(const char *out, const char *name, const char *verdict) {
   char key[64];
@@ -1244,6 +1293,7 @@ DKB_TEST_GROUP(run, cmocka_unit_test(decode_fixtures_are_schema_valid_and_load),
                cmocka_unit_test(bench_json_and_csv_carry_a_slowed_cases_clocks),
                cmocka_unit_test(split_policy_does_not_change_the_reference),
                cmocka_unit_test(sass_check_flags_an_unwritten_copy_descriptor),
+               cmocka_unit_test(ncu_summary_shares_a_profiles_stalls_by_reason_and_instruction),
                cmocka_unit_test(budgets_judge_peak_memory_and_wall_time_of_real_runs),
                cmocka_unit_test(gpu_every_decode_fixture_reaches_level_6), cmocka_unit_test(gpu_split_k_agrees_with_split_1),
                cmocka_unit_test(gpu_tma_tiles_match_cp_async_tiles_bit_for_bit),

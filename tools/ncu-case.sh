@@ -5,7 +5,8 @@
 # bytes, occupancy, warp stall reasons, and the stall samples per SASS instruction.
 # Clocks are left free (--clock-control none) so durations match the ones dkb bench times; ncu flushes the
 # caches before each replay pass.
-# Writes DIR/NAME.ncu-rep, DIR/NAME.txt (the sections) and DIR/NAME-source.csv (SASS with stall samples).
+# Writes DIR/NAME.ncu-rep, DIR/NAME.txt (the sections), DIR/NAME-source.csv (SASS with stall samples) and
+# DIR/NAME-summary.md (tools/ncu-summary.py: the figures docs/profiles/ keeps).
 # usage: tools/ncu-case.sh FIXTURE DIR [dkb run arguments...]
 #   KERNELS (environment): ncu's kernel filter, default regex:decode_split_kv; a plugin's kernels need their
 #   own, e.g. KERNELS=regex:BatchDecode tools/ncu-case.sh F DIR --backend flashinfer_decode --plugin SO
@@ -29,4 +30,6 @@ rc=$?
 [ -f "$D/$N.ncu-rep" ] || { echo "tools/ncu-case.sh: ncu wrote no report (rc=$rc, see $D/$N-ncu.log)" >&2; exit 1; }
 ncu --import "$D/$N.ncu-rep" --print-details all > "$D/$N.txt" 2>&1
 ncu --import "$D/$N.ncu-rep" --page source --csv --print-source sass > "$D/$N-source.csv" 2>&1
+# The figures docs/profiles/ keeps (the report and its CSV are megabytes).
+/usr/bin/python3 "$(dirname "$0")/ncu-summary.py" "$D/$N" > "$D/$N-summary.md" 2>> "$D/$N-ncu.log"
 exit 0
