@@ -70,8 +70,8 @@ def source_table(path, top):
     by_op = {}
     for n, src in insts:
         words = src.split()
-        op = words[1] if words and words[0].startswith("@") and len(words) > 1 else (words[0] if words else "?")
-        by_op[op.split(".")[0]] = by_op.get(op.split(".")[0], 0) + n
+        op = (words[1] if words and words[0].startswith("@") and len(words) > 1 else (words[0] if words else "?")).split(".")[0]
+        by_op[op] = by_op.get(op, 0) + n
     out = ["", f"Stall samples of `{rows[0][1] if len(rows[0]) > 1 else '?'}`: {total}", "",
            "| opcode | share |", "|---|---|"]
     out += [f"| {op} | {100 * n / total:.1f} % |" for op, n in sorted(by_op.items(), key=lambda x: -x[1])[:top]]
