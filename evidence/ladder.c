@@ -178,6 +178,7 @@ const struct ladder_reason ladder_reasons[] = {
     {"timing_stop_rule_missing", 6, U, "no stop rule"},
     {"timing_stop_rule_violated", 6, I, "the sample count or spread contradicts the stated stop rule"},
     {"timing_output_not_reproduced", 6, U, "after the timed calls, one more call on poisoned outputs did not reproduce the checked output bit for bit"},
+    {"repeat_difference_contradicts", 6, I, "the repeat check records how the repeat call's output differs, but says it was reproduced bit for bit"},
     {"counter_definition_incomplete", 6, U, "a counter lacks unit, numerator, denominator or scope"},
     {NULL, 0, U, NULL},
 };

@@ -117,13 +117,34 @@ struct samples {
   struct dkb_stats st;
 };
 
+/* The repeat call's difference from the checked call, recorded only when it did not reproduce it: the
+ * same comparison shape as correctness' (element by element, atol 0 and rtol 0), read for its form. */
+static void repeat_difference(struct lctx *c, const json_t *rep, int bitwise_equal) {
+  static const char *const req[] = {"rule", "output", "lse", "within_tolerance", NULL};
+  const char *dp = "/measurement/timing/repeat_check/difference";
+  const json_t *d = lad_member(c, rep, "/measurement/timing/repeat_check", "difference", JSON_OBJECT);
+  if (!d || lad_keys(c, d, dp, req, NULL)) return;
+  lad_str(c, d, dp, "rule", 1);
+  lad_member(c, d, dp, "within_tolerance", JSON_TRUE);
+  const json_t *o = lad_member(c, d, dp, "output", JSON_OBJECT);
+  if (o) level6_cmp(c, o, "/measurement/timing/repeat_check/difference/output", 0, 1);
+  const json_t *l = json_object_get(d, "lse");
+  if (json_is_object(l)) level6_cmp(c, l, "/measurement/timing/repeat_check/difference/lse", 0, 0);
+  else if (!json_is_string(l) || strcmp(json_string_value(l), "not_applicable"))
+    lad_malformed(c, "/measurement/timing/repeat_check/difference/lse", "must be a comparison object or \"not_applicable\" (got %s)",
+                  jr_type_name(l));
+  if (bitwise_equal)
+    lad_finding(c, "repeat_difference_contradicts", dp, "a difference is recorded, but output_bitwise_equal is true");
+}
+
 /* Optional: a timed kernel that keeps state between calls (or merges nondeterministically) measured
  * something other than the checked call. */
 static void timing_repeat_check(struct lctx *c, const json_t *t) {
   static const char *const req[] = {"rule", "after_samples", "output_bitwise_equal", NULL};
+  static const char *const opt[] = {"difference", NULL};
   const char *rp = "/measurement/timing/repeat_check";
   const json_t *rep = lad_member(c, t, "/measurement/timing", "repeat_check", JSON_OBJECT);
-  if (!rep || lad_keys(c, rep, rp, req, NULL)) return;
+  if (!rep || lad_keys(c, rep, rp, req, opt)) return;
   long long after = 0;
   lad_str(c, rep, rp, "rule", 1);
   LAD_READ(c, jr_int, rep, rp, "after_samples", 0, LLONG_MAX, &after);
@@ -131,6 +152,7 @@ static void timing_repeat_check(struct lctx *c, const json_t *t) {
   if (eq && json_is_false(eq))
     lad_finding(c, "timing_output_not_reproduced", "/measurement/timing/repeat_check/output_bitwise_equal",
                 "after %lld timed samples, a call on poisoned outputs did not reproduce the checked output", after);
+  if (json_object_get(rep, "difference")) repeat_difference(c, rep, eq && json_is_true(eq));
 }
 
 /* At least 20 raw samples, every one positive. -1 when the bundle is malformed. */

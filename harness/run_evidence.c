@@ -313,6 +313,38 @@ void run_check_failure_text(const struct run_check_result *r, double atol, doubl
 #undef PART
 }
 
+json_t *run_evidence_repeat_difference(const struct run_check *k, const void *o_again, const float *lse_again,
+                                       char *summary, size_t n) {
+  const struct decode_call *c = k->c;
+  const size_t rows = (size_t)c->B * c->C * c->H_q;
+  struct typed again = {(enum dkb_dtype)c->dtype, o_again}, first = {(enum dkb_dtype)c->dtype, k->o_gpu};
+  struct dkb_cmp co, cl;
+  dkb_compare(&again, get_typed, &first, get_typed, rows * (size_t)c->dv, 0, 0, &co);
+  json_t *d = json_pack("{s:s,s:o}", "rule",
+                        "the repeat call's raw O and LSE against the checked call's, element by element with atol 0 and "
+                        "rtol 0; within_tolerance: the repeat call's O and LSE against the float64 oracle under the call key's tolerances",
+                        "output", cmp_json(&co));
+  memset(&cl, 0, sizeof cl);
+  if (lse_again) {
+    dkb_compare(lse_again, dkb_cmp_get_f32, k->lse_gpu, dkb_cmp_get_f32, rows, 0, 0, &cl);
+    json_object_set_new(d, "lse", cmp_json(&cl));
+  } else {
+    json_object_set_new(d, "lse", json_string("not_applicable"));
+  }
+  struct run_check rk = *k;
+  rk.o_gpu = o_again;
+  rk.lse_gpu = lse_again;
+  struct run_check_result rr;
+  json_decref(run_evidence_correctness(&rk, &rr));
+  const int within = rr.out.pass && (!rr.has_lse || rr.lse.pass);
+  json_object_set_new(d, "within_tolerance", json_boolean(within));
+  char lse_part[96] = "";
+  if (lse_again) snprintf(lse_part, sizeof lse_part, ", %zu of %zu LSE rows (max |diff| %.3g)", cl.violations, cl.n, cl.max_abs);
+  snprintf(summary, n, "%zu of %zu O elements differ (max |diff| %.3g)%s; the repeat call's output is %s the tolerance",
+           co.violations, co.n, co.max_abs, lse_part, within ? "within" : "outside");
+  return d;
+}
+
 /* ---- timing and counters ------------------------------------------------------------------------ */
 
 json_t *run_evidence_timing(const struct dkb_timing *tm, const struct dkb_timing_opts *to, json_t *before, json_t *after,

@@ -66,6 +66,13 @@ json_t *run_evidence_correctness(const struct run_check *k, struct run_check_res
 void run_check_failure_text(const struct run_check_result *r, double atol, double rtol, double lse_atol, double lse_rtol,
                             char *buf, size_t n);
 
+/* /measurement/timing/repeat_check/difference, when the call after the timed samples did not reproduce the
+ * checked call bitwise: its raw O and LSE against the checked call's, element by element (atol 0, rtol 0),
+ * and whether they still pass the float64 oracle under the call's tolerances (a nondeterministic merge
+ * order within tolerance reads differently from state kept between calls). summary gets one line. */
+json_t *run_evidence_repeat_difference(const struct run_check *k, const void *o_again, const float *lse_again,
+                                       char *summary, size_t n);
+
 /* /measurement/timing from a timing pass (before/after: NVML samples or NULL; nvml_loaded: whether
  * libnvidia-ml.so.1 was found). NULL with err when the samples do not summarize. */
 json_t *run_evidence_timing(const struct dkb_timing *tm, const struct dkb_timing_opts *to, json_t *before, json_t *after,

@@ -374,17 +374,28 @@ static int stage_timing(struct run *r, struct dkb_err *err) {
   int drc = lrc ? -1 : device_call_download(&r->d, o_again, lse_again, NULL, NULL, &e2);
   int same = !lrc && !drc && !memcmp(o_again, r->o_gpu, r->d.o_bytes) &&
              (!r->lse_gpu || !memcmp(lse_again, r->lse_gpu, r->d.lse_bytes));
+  json_t *rep = NULL;
+  char diff[256] = "";
+  if (!lrc && !drc) {
+    rep = json_pack("{s:s,s:I,s:b}", "rule", "outputs poisoned, the call run once more after the timed samples, O and LSE compared bitwise with the checked call",
+                    "after_samples", (json_int_t)r->tm.n, "output_bitwise_equal", same);
+    if (!same) {
+      struct run_check chk = {r->c, &r->in, &r->plan, r->o_ref, r->lse_ref, r->o_gpu, r->lse_gpu, r->k_after, r->v_after};
+      json_object_set_new(rep, "difference", run_evidence_repeat_difference(&chk, o_again, lse_again, diff, sizeof diff));
+    }
+  }
   free(o_again);
   free(lse_again);
-  if (r->launch_rc) return launch_refused(r, "of the call after the timing pass");
-  if (lrc || drc) return launch_failed(r, "launch_failed", &e2, "the call after the timing pass: ");
-  json_object_set_new(timing, "repeat_check",
-                      json_pack("{s:s,s:I,s:b}", "rule", "outputs poisoned, the call run once more after the timed samples, O and LSE compared bitwise with the checked call",
-                                "after_samples", (json_int_t)r->tm.n, "output_bitwise_equal", same));
-  progress(r, "repeat", "%s", same ? "the call after the timed samples reproduces the checked output bitwise" : "DIFFERS from the checked output");
+  if (r->launch_rc || lrc || drc) {
+    json_decref(rep);
+    return r->launch_rc ? launch_refused(r, "of the call after the timing pass")
+                        : launch_failed(r, "launch_failed", &e2, "the call after the timing pass: ");
+  }
+  json_object_set_new(timing, "repeat_check", rep);
+  progress(r, "repeat", "%s%s", same ? "the call after the timed samples reproduces the checked output bitwise" : "DIFFERS from the checked output: ", diff);
   if (!same) {
     bundle_set_status(r->bundle, "output_not_reproduced", "timing_output_not_reproduced",
-                      "after %zu timed samples, a call on poisoned outputs did not reproduce the checked output", r->tm.n);
+                      "after %zu timed samples, a call on poisoned outputs did not reproduce the checked output: %s", r->tm.n, diff);
     return STAGE_GRADE;
   }
   r->res->median_us = r->tm.stats.median;

@@ -687,6 +687,17 @@ def promotions(g, base):
 # --------------------------------------------------------------------------------------------------
 # One fixture per reason id: a level-6 claim with exactly that requirement broken.
 
+# The repeat call's difference from the checked call as dkb run records it (harness/run_evidence.c): 3 of
+# 4096 O elements and no LSE row differ, within the tolerance (a merge order that varies between calls).
+REPEAT_DIFFERENCE = {
+    "rule": "the repeat call's raw O and LSE against the checked call's, element by element with atol 0 and rtol 0",
+    "output": {"n": 4096, "violations": 3, "nan": 0, "inf": 0, "max_abs": 0.0078125, "max_rel": 0.0039, "max_ratio": 0.0,
+               "worst_index": 17},
+    "lse": {"n": 32, "violations": 0, "nan": 0, "inf": 0, "max_abs": 0.0, "max_rel": 0.0, "max_ratio": 0.0, "worst_index": 0},
+    "within_tolerance": True,
+}
+
+
 def requirements(g, base, arts):
     R = []  # (name, mutate, computed, findings, description, options)
 
@@ -1353,7 +1364,14 @@ def requirements(g, base, arts):
     @req("timing_output_not_reproduced", 5, [(6, "timing_output_not_reproduced", "/measurement/timing/repeat_check/output_bitwise_equal")],
          "the call after the timed samples wrote a different output (state kept between calls)")
     def _(b):
-        b["measurement"]["timing"]["repeat_check"]["output_bitwise_equal"] = False
+        rc = b["measurement"]["timing"]["repeat_check"]
+        rc["output_bitwise_equal"] = False
+        rc["difference"] = REPEAT_DIFFERENCE
+
+    @req("repeat_difference_contradicts", 5, [(6, "repeat_difference_contradicts", "/measurement/timing/repeat_check/difference")],
+         "a recorded difference beside output_bitwise_equal true")
+    def _(b):
+        b["measurement"]["timing"]["repeat_check"]["difference"] = REPEAT_DIFFERENCE
 
     @req("timing_warmup_missing", 5, [(6, "timing_warmup_missing", "/measurement/timing/warmup")], "no warm-up")
     def _(b):
