@@ -4,7 +4,6 @@
 #include "harness/builtin.h"
 #include "harness/gpucheck.h"
 
-#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -35,8 +34,8 @@ static int add(struct backend_set *s, const struct dkb_backend *t, const struct 
 /* A plugin named twice (a flag and the environment, perhaps in two spellings: relative and absolute, a link) is
  * loaded once; dkb_plugin_open keeps each library's canonical path to compare with. */
 static int load(struct backend_set *s, const char *path, struct dkb_err *err) {
-  char real[PATH_MAX];
-  const char *key = realpath(path, real) ? real : path; /* as dkb_plugin_open falls back */
+  char key[DKB_PLUGIN_PATH_MAX];
+  dkb_plugin_canonical(path, key);
   for (size_t i = 0; i < s->nlibs; i++)
     if (!strcmp(s->libs[i].realpath, key)) return 0;
   if (s->nlibs >= BACKENDS_MAX_PLUGINS)

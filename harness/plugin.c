@@ -57,13 +57,18 @@ static int check_table(const struct dkb_plugin *t, const char *path, struct dkb_
   return 0;
 }
 
+void dkb_plugin_canonical(const char *path, char out[DKB_PLUGIN_PATH_MAX]) {
+  char real[PATH_MAX];
+  snprintf(out, DKB_PLUGIN_PATH_MAX, "%s", realpath(path, real) ? real : path);
+}
+
 int dkb_plugin_open(const char *path, struct dkb_plugin_lib *lib, struct dkb_err *err) {
   memset(lib, 0, sizeof *lib);
   snprintf(lib->path, sizeof lib->path, "%s", path);
   struct stat st;
   if (stat(path, &st)) return dkb_err_set(err, DKB_INPUT, path, "", "cannot load plugin: no such file");
   if (!S_ISREG(st.st_mode)) return dkb_err_set(err, DKB_INPUT, path, "", "cannot load plugin: not a regular file");
-  if (!realpath(path, lib->realpath)) snprintf(lib->realpath, sizeof lib->realpath, "%s", path);
+  dkb_plugin_canonical(path, lib->realpath);
   if (dkb_sha256_file(path, lib->sha256, err)) return -1;
   lib->bytes = (long long)st.st_size;
   /* A path without a slash would make dlopen search the library path: load the file named. */

@@ -13,17 +13,22 @@
 #include "include/dkb/backend.h"
 #include "lib/err.h"
 
+#define DKB_PLUGIN_PATH_MAX 4096
+
 struct dkb_plugin_lib {
-  char path[4096];                 /* as given */
-  char realpath[4096];             /* canonical, as the loader map shows it */
-  char sha256[65];                 /* of the file's bytes, read before dlopen */
+  char path[DKB_PLUGIN_PATH_MAX];      /* as given */
+  char realpath[DKB_PLUGIN_PATH_MAX];  /* canonical (dkb_plugin_canonical), as the loader map shows it */
+  char sha256[65];                     /* of the file's bytes, read before dlopen */
   long long bytes;
-  void *handle;                    /* dlopen */
-  const struct dkb_plugin *table;  /* what the entry point returned */
-  json_t *manifest;                /* table->source_manifest_json, parsed (owned) */
-  json_t *build_report;            /* table->build_report_json, parsed (owned) */
+  void *handle;                        /* dlopen */
+  const struct dkb_plugin *table;      /* what the entry point returned */
+  json_t *manifest;                    /* table->source_manifest_json, parsed (owned) */
+  json_t *build_report;                /* table->build_report_json, parsed (owned) */
 };
 
+/* The canonical path of a plugin file, what names one library however it is spelled: realpath(3), or the
+ * path as given where realpath fails (the open then says why). */
+void dkb_plugin_canonical(const char *path, char out[DKB_PLUGIN_PATH_MAX]);
 /* Loads and checks one plugin file. On error nothing stays loaded. */
 int dkb_plugin_open(const char *path, struct dkb_plugin_lib *lib, struct dkb_err *err);
 void dkb_plugin_close(struct dkb_plugin_lib *lib);
