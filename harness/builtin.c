@@ -394,13 +394,20 @@ static int builtin_setup(void *state, const struct dkb_call *call, void *const *
   return 0;
 }
 
+/* rc of a kernel launcher, with the words last_error gives the runner when it is not 0. */
+static int launched(struct builtin_state *s, int rc, const char *what) {
+  if (rc) fail(s->error, "%s did not launch (%s)", what, cudaGetErrorName((cudaError_t)rc));
+  return rc;
+}
+
 static int builtin_launch(void *state, const struct dkb_call *call, void *const *ws, void *stream) {
   (void)call;
   struct builtin_state *s = state;
   int rc = 0;
-  if (s->p.k_new && (rc = dkb_append_launch(&s->p, stream))) return rc;
-  if (s->family == DKB_FAMILY_NAIVE) return dkb_naive_launch(&s->p, ws[s->ws_index[WS_SCORES]], stream);
-  return dkb_decode_launch(&s->p, stream);
+  if (s->p.k_new && (rc = launched(s, dkb_append_launch(&s->p, stream), "the append kernel"))) return rc;
+  if (s->family == DKB_FAMILY_NAIVE)
+    return launched(s, dkb_naive_launch(&s->p, ws[s->ws_index[WS_SCORES]], stream), "the naive reference kernel");
+  return launched(s, dkb_decode_launch(&s->p, stream), "the split-KV producer or its combine kernel");
 }
 
 static const struct dkb_backend TABLES[2] = {
