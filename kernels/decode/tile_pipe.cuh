@@ -9,8 +9,8 @@ namespace {
 
 // ---- the tile pipeline -------------------------------------------------------------------------
 // One CTA streams the K/V tiles of its item [lo, hi) of request b, head h, through the kernel's shared-memory
-// stages with cp.async, or with TMA boxes for whole tiles of NHD caches (use_tma; TMA > 0 threads of warp 0
-// issue a tile's boxes, 0: no TMA). Tiles are aligned
+// stages with cp.async, or with TMA boxes for whole tiles of NHD caches (use_tma; threads 0 .. TMA - 1 issue a
+// tile's boxes: one thread, or every warp's lanes for paged caches, copy.cuh tma_tile; 0: no TMA). Tiles are aligned
 // blocks of NTOK keys; SKIP tiles (0x05C) are neither loaded nor computed. Address constants are hoisted out of
 // the copy loop (a copy must not wait on a dependent load): an item's page ids (up to kPageSmem) sit in shared
 // memory before the first copy, and the FlashMask summary of the next tile is loaded one tile ahead, while the
