@@ -74,15 +74,22 @@ static json_t *difference(const struct checked *k, const void *o_again, const fl
   return run_evidence_repeat_difference(&chk, o_again, lse_again, summary, n);
 }
 
+/* The repeat call's outputs, before any element is moved: copies of the checked call's. */
+static void *repeat_copy(const struct checked *k, float **lse) {
+  const size_t ob = k->n_o * dkb_dtype_bytes((enum dkb_dtype)k->c.dtype);
+  void *o = malloc(ob);
+  memcpy(o, k->o, ob);
+  *lse = malloc(k->rows * sizeof(float));
+  memcpy(*lse, k->lse, k->rows * sizeof(float));
+  return o;
+}
+
 static void repeat_difference_counts_the_elements_that_differ_within_tolerance(void **s) {
   (void)s;
   struct checked k;
   checked_call(&k);
-  const size_t ob = k.n_o * dkb_dtype_bytes((enum dkb_dtype)k.c.dtype);
-  void *o = malloc(ob);
-  float *lse = malloc(k.rows * sizeof(float));
-  memcpy(o, k.o, ob);
-  memcpy(lse, k.lse, k.rows * sizeof(float));
+  float *lse;
+  void *o = repeat_copy(&k, &lse);
   /* three elements one rounding step away (bf16: 2^-8 relative near 1), as a varying merge order gives */
   for (size_t i = 5; i < 8; i++) move(&k, o, i * 97, fabs(dkb_load((enum dkb_dtype)k.c.dtype, o, i * 97)) * 0.0079 + 1e-6);
   lse[3] = nextafterf(lse[3], INFINITY);
@@ -105,12 +112,11 @@ static void repeat_difference_beyond_tolerance_says_so(void **s) {
   (void)s;
   struct checked k;
   checked_call(&k);
-  const size_t ob = k.n_o * dkb_dtype_bytes((enum dkb_dtype)k.c.dtype);
-  void *o = malloc(ob);
-  memcpy(o, k.o, ob);
+  float *lse;
+  void *o = repeat_copy(&k, &lse);
   move(&k, o, 11, 1.0);  /* far outside atol + rtol * |ref| */
   char summary[256];
-  json_t *d = difference(&k, o, k.lse, summary, sizeof summary);
+  json_t *d = difference(&k, o, lse, summary, sizeof summary);
   assert_int_equal(member_int(d, "output", "violations"), 1);
   assert_int_equal(member_int(d, "output", "worst_index"), 11);
   assert_int_equal(member_int(d, "lse", "violations"), 0);
@@ -118,6 +124,7 @@ static void repeat_difference_beyond_tolerance_says_so(void **s) {
   assert_non_null(strstr(summary, "outside the tolerance"));
   json_decref(d);
   free(o);
+  free(lse);
   checked_release(&k);
 }
 
