@@ -283,6 +283,7 @@ static void encode_maps(const dkb_decode_params &p, KvMaps *m) {
       return;
   }
   m->box_rows = br;
+  m->box_shift = __builtin_ctz((unsigned)br);
   m->on = 1;
 }
 

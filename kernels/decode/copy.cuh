@@ -38,7 +38,7 @@ template <int N> __device__ __forceinline__ void cp_async_wait() { asm volatile(
 // promotion each measured faster than without (docs/kernels.md, "TMA boxes").
 struct KvMaps {
   CUtensorMap k, v;
-  int on, box_rows;
+  int on, box_rows, box_shift;  // box_shift: log2 box_rows (8-64 rows, a power of two)
 };
 __device__ __forceinline__ unsigned smem_u32(const void *p) { return (unsigned)__cvta_generic_to_shared(p); }
 __device__ __forceinline__ void mbar_init(uint64_t *bar, int count) {
@@ -74,10 +74,11 @@ constexpr int kTmaTile = 0x100;  // ring_c flag: the stage's tile arrives on its
 template <int NTOK, int CH, int LANES = 1, class Row>
 __device__ __forceinline__ void tma_tile(const KvMaps *m, unsigned char *ks, int tile_bytes, int h, Row row, uint64_t *bar,
                                          int lane = 0) {
-  const int br = m->box_rows, halves = CH / 8;
+  // Shifts, not NTOK / br: a runtime division every tile cost the paged loop (ncu: IABS among its stalls).
+  const int br = m->box_rows, halves = CH / 8, pairs = (NTOK >> m->box_shift) * halves;
   const int first = (lane & 31) * (LANES / 32) + (lane >> 5);  // LANES > 1: this thread's first pair
   if constexpr (LANES > 1)
-    if (first >= NTOK / br * halves) return;
+    if (first >= pairs) return;
   asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");  // generic accesses of the stage come first
   if (lane == 0) mbar_expect(bar, 2 * halves * NTOK * 128);  // a box done first leaves tx-count below 0 a while
   if constexpr (LANES == 1) {
@@ -90,7 +91,7 @@ __device__ __forceinline__ void tma_tile(const KvMaps *m, unsigned char *ks, int
       }
     }
   } else {
-    for (int i = first; i < NTOK / br * halves; i += LANES) {  // K and V box pairs
+    for (int i = first; i < pairs; i += LANES) {  // K and V box pairs
       const int j = i / halves * br, hf = i % halves, r = row(j);
       tma_box(ks + (hf * NTOK + j) * 128, &m->k, hf * 64, h, r, bar);
       tma_box(ks + tile_bytes + (hf * NTOK + j) * 128, &m->v, hf * 64, h, r, bar);

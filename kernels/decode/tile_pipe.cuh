@@ -169,8 +169,8 @@ struct TilePipe {
       // coordinates.
       if (tid < TMA)
         tma_tile<NTOK, CH, TMA>(maps, ks, tile_bytes, hh, [&](int j) {
-          const int64_t key = t * NTOK + j;
-          return paged ? (int)(pgs[(key >> pshift) - j0] * P + (key & (P - 1))) : (int)(row0 + key);
+          const int key = (int)(t * NTOK) + j;  // fast: keys below 2^30
+          return paged ? pgs[(key >> pshift) - (int)j0] * P + (key & (P - 1)) : (int)(row0 + key);
         }, bars + s, tid);
     } else if (t < t_end && fast && t * NTOK >= lo && (t + 1) * NTOK <= hi) {
       unsigned char *vs = ks + tile_bytes;
