@@ -1,7 +1,8 @@
 /* run_evidence.h - the sections one `dkb run` adds to its bundle (schemas/bundle.schema.json), each built
  * from what a stage of harness/runner.c observed: levels 1-2 (source and chain: dkb's, and a plugin's
  * manifest merged in), 3 (what is loaded), 4 (admission and the selected backend's plan), 5 (the traced
- * execution), 6 (correctness in dkb's conventions, timing, counters). Nothing here launches anything. */
+ * execution), 6 (correctness in dkb's conventions, timing, counters). Nothing here launches anything.
+ * Levels 1-3 are built in run_evidence_source.c, the others in run_evidence.c. */
 #ifndef DKB_RUN_EVIDENCE_H
 #define DKB_RUN_EVIDENCE_H
 

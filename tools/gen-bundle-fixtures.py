@@ -1488,7 +1488,7 @@ PLUGIN_NODES = [("synth_admit", "admission", ADAPTER[0], None), ("synth_plan", "
                 ("SplitDecodeKernel", "producer", UP_HEADER, "upstream"), ("MergeStatesKernel", "combine", UP_HEADER, "upstream")]
 PLUGIN_EDGES = [["synth_launch", "SplitDecodeDispatched"],
                 ["SplitDecodeDispatched", "SplitDecodeKernel"], ["SplitDecodeDispatched", "MergeStatesKernel"]]
-# harness/run_evidence.c's BRIDGES: where dkb hands the call to a backend's chain roots of these layers
+# harness/run_evidence_source.c's BRIDGES: where dkb hands the call to a backend's chain roots of these layers
 BRIDGES = {"admission": "backends_admit", "plan": "stage_dispatch", "setup": "stage_capture", "launch": "launch_selected"}
 
 
@@ -1517,7 +1517,7 @@ def write_plugin_tree(out):
 
 
 def merged_source(dkb_files, manifest):
-    """/source/files and /chain as harness/run_evidence.c merges them: dkb's files and nodes above the
+    """/source/files and /chain as harness/run_evidence_source.c merges them: dkb's files and nodes above the
     backend boundary (cmd/run.c, the runner, the admission of every backend), then the plugin manifest's
     files (root, record_sha256, included when a file defines no chain symbol) and nodes, its roots hung under
     the runner's stages."""

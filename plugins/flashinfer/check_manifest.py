@@ -124,7 +124,7 @@ def check_manifest(m, root):
     for v in graph:
         if v not in state:
             visit(v, [v])
-    # the roots are the table's functions, where dkb's chain hangs the plugin's (harness/run_evidence.c)
+    # the roots are the table's functions, where dkb's chain hangs the plugin's (harness/run_evidence_source.c)
     roots = {v for v in nodes if not any(v in graph[u] for u in graph)}
     need(roots == set(ROOTS) and all(nodes[r]["layer"] == l for r, l in ROOTS.items()),
          f"chain roots {sorted(roots)}, expected the table's functions {sorted(ROOTS)}")
