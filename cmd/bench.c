@@ -65,14 +65,14 @@ static void print_case(void *ctx, const struct bench_matrix *m, const struct ben
   if (rep->bundle_err) *rc = worse(*rc, cmd_report_err_in(bc->name, rep->bundle_err));
   if (rep->read_failed) fprintf(stderr, "dkb: bench: %s: same-bytes read not measured: %s\n", bc->name, bc->read_reason);
   *rc = worse(*rc, ladder_terminal_exit_code(bc->terminal, bc->launch_code));  /* a wrong output or a faulting kernel: 1; a launch the machine failed: 4 */
+  char note[2048];
   if (bc->median_us > 0) print_row(bc, t->roofline_measured);
-  else {  /* no figure, not zeros that read as one; a backend that refused the call says why */
+  else {  /* no figure, not zeros that read as one; the line below says why */
     if (bc->backend[0]) printf("%-22s ", bc->backend);
     printf("%-34s %-15s %5d %6.0f %4d %7d  not measured (level %d, %s)\n", bc->name, bc->layout, bc->B, bc->mean_len,
            bc->H_q / bc->H_kv, bc->splits, bc->level, bc->terminal);
-    if (bc->backend[0] && !bc->selected[0] && bc->why[0]) printf("  refused: %s: %s\n", bc->backend, bc->why);
+    if (bench_unmeasured_note(bc, note, sizeof note)) printf("  %s\n", note);
   }
-  char note[2048];
   if (bench_clock_note(bc, note, sizeof note)) printf("  clocks: %s %s\n", bc->name, note);
   if (bench_l2_served(m, bc) && bench_dram_note(bc, note, sizeof note)) printf("  dram: %s %s\n", bc->name, note);  /* --cold: the timed calls found L2 flushed */
   fflush(stdout);

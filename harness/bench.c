@@ -598,6 +598,15 @@ int bench_clock_note(const struct bench_case *bc, char *out, size_t n) {
   return 1;
 }
 
+int bench_unmeasured_note(const struct bench_case *bc, char *out, size_t n) {
+  if (n) out[0] = 0;
+  if (bc->median_us > 0 || !bc->why[0]) return 0;
+  if (bc->backend[0] && !bc->selected[0]) snprintf(out, n, "refused: %s: %s", bc->backend, bc->why);
+  else if (bc->selected[0]) snprintf(out, n, "below level 6: %s: %s", bc->selected, bc->why);
+  else return 0;
+  return 1;
+}
+
 /* A figure of a case that has one (a median; for a fraction, a roofline too), else null: a case that was
  * not timed measured nothing, and a 0 would read as a measurement. */
 static json_t *figure(int has, double x) { return has ? json_real(x) : json_null(); }

@@ -172,6 +172,11 @@ int bench_dram_note(const struct bench_case *bc, char *out, size_t n);
 /* For a case that ran slowed (a reason of dkb_nvml_reasons_slow): "ran slowed (sw_power_cap; SM clock
  * 1980 MHz before, 1755 after): its median is not the kernel's alone" in out, and 1; 0 (out empty) otherwise. */
 int bench_clock_note(const struct bench_case *bc, char *out, size_t n);
+/* For a case with no figure, why: "refused: BACKEND: <reasons>" when its forced backend refused the call,
+ * "below level 6: BACKEND: <the bundle's first reason>" when the selected backend ran and the bundle
+ * stopped short of level 6 (cuDNN's repeat call differing from the checked one, say), in out, and 1;
+ * 0 (out empty) for a case with a figure or no reason. */
+int bench_unmeasured_note(const struct bench_case *bc, char *out, size_t n);
 
 /* A bench run end to end, as `dkb bench` drives it: bench_prepare probes the device and measures the
  * references, bench_execute runs every case through the runner and judges the matrix's targets.

@@ -313,6 +313,38 @@ static void bench_reads_a_cases_call_key_and_spread_from_its_bundle(void **s) {
   assert_bundle_rejected_at(&bc, 0, "/dispatch");
 }
 
+/* A case with no figure says why under its row: the selected backend's bundle stopped below level 6
+ * with its first reason (the repeat call's difference, as cuDNN's bundles record it), or the forced
+ * backend refused the call; a timed case, or one without a reason, has no such line. */
+static void bench_says_why_a_case_has_no_figure(void **s) {
+  (void)s;
+  struct bench_case bc;
+  memset(&bc, 0, sizeof bc);
+  snprintf(bc.backend, sizeof bc.backend, "cudnn_sdpa");
+  snprintf(bc.bundle_dir, sizeof bc.bundle_dir, "%s/below6", tmp_dir());
+  struct run_result r;
+  run_sh(&r, "mkdir -p %s && printf '%%s' '{\"dispatch\": {\"call_key_sha256\": \"%s\", \"selected\": \"cudnn_sdpa\"}, "
+             "\"status\": {\"reasons\": [{\"code\": \"output_not_reproduced\", \"detail\": \"44 of 2048 LSE rows differ\"}]}}' "
+             "> %s/bundle.json", bc.bundle_dir, KEY64, bc.bundle_dir);
+  assert_int_equal(r.rc, 0);
+  run_result_release(&r);
+  struct dkb_err e;
+  dkb_err_clear(&e);
+  assert_int_equal(bench_case_read_bundle(&bc, 0, &e), 0);
+  char note[600];
+  assert_int_equal(bench_unmeasured_note(&bc, note, sizeof note), 1);
+  assert_string_equal(note, "below level 6: cudnn_sdpa: 44 of 2048 LSE rows differ");
+  bc.selected[0] = '\0';  /* the forced backend refused the call: its reasons */
+  assert_int_equal(bench_unmeasured_note(&bc, note, sizeof note), 1);
+  assert_string_equal(note, "refused: cudnn_sdpa: 44 of 2048 LSE rows differ");
+  bc.median_us = 25.0;  /* a figure needs no reason */
+  assert_int_equal(bench_unmeasured_note(&bc, note, sizeof note), 0);
+  assert_string_equal(note, "");
+  bc.median_us = 0;
+  bc.why[0] = '\0';
+  assert_int_equal(bench_unmeasured_note(&bc, note, sizeof note), 0);
+}
+
 /* A bundle whose /measurement/timing holds a summary and `clocks` (its clocks_before and clocks_after
  * members). */
 static void clock_bundle(const char *dir, const char *clocks) {
@@ -478,7 +510,7 @@ static void compare_of_a_fresh_bench_run_with_itself(void **s) {
   run_result_release(&r);
 }
 
-DKB_TEST_GROUP(compare, cmocka_unit_test(compare_of_a_fresh_bench_run_with_itself), cmocka_unit_test(compare_json_report_is_schema_valid), cmocka_unit_test(compare_calls_a_run_the_same_as_itself),
+DKB_TEST_GROUP(compare, cmocka_unit_test(bench_says_why_a_case_has_no_figure), cmocka_unit_test(compare_of_a_fresh_bench_run_with_itself), cmocka_unit_test(compare_json_report_is_schema_valid), cmocka_unit_test(compare_calls_a_run_the_same_as_itself),
                cmocka_unit_test(compare_flags_a_case_slower_beyond_its_noise), cmocka_unit_test(compare_band_has_a_floor),
                cmocka_unit_test(compare_says_when_a_case_ran_slowed),
                cmocka_unit_test(compare_judges_level_6_cases_of_the_same_call), cmocka_unit_test(compare_names_the_devices),
