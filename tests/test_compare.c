@@ -475,6 +475,36 @@ static void bench_reads_a_calls_dram_bytes_and_flags_k_v_served_by_l2(void **s) 
   }
 }
 
+/* tools/ab-bench.sh runs the base build's bench and then the new one's, round after round, compares each
+ * round's pair, keeps no per-case bundles and packs everything in one ab.tgz; its exit is the worst
+ * compare's (without a GPU nothing is judged: 4). Wrong use is exit 2, before any bench runs. */
+static void ab_bench_alternates_two_builds_and_compares_each_round(void **s) {
+  (void)s;
+  struct run_result r;
+  char dir[600];
+  snprintf(dir, sizeof dir, "%s/ab", tmp_dir());
+  run_sh(&r, "rm -rf %s && tools/ab-bench.sh build/dkb build/dkb %s fixtures/decode/dk128-dv64.json -- --no-roofline "
+             "> /dev/null 2>&1; echo rc=$?; ls %s/compare-1.txt %s/compare-2.txt; tar tzf %s/ab.tgz | sort | grep -c -e "
+             "'^./base-[12]/bench.json$' -e '^./new-[12]/bench.json$'; find %s -name cases | wc -l",
+         dir, dir, dir, dir, dir, dir);
+  char why[256], want[1600];
+  const int gpu = have_gpu(why, sizeof why);
+  snprintf(want, sizeof want, "%s\n%s/compare-1.txt\n%s/compare-2.txt\n4\n0\n", gpu ? "" : "rc=4", dir, dir);
+  if (gpu) assert_true(!strncmp(r.out, "rc=0\n", 5) || !strncmp(r.out, "rc=1\n", 5));
+  else assert_string_equal(r.out, want);
+  run_result_release(&r);
+  run_sh(&r, "grep -c '^dk128-dv64 .* unmeasured ' %s/compare-1.txt", dir);  /* the case's row */
+  if (!gpu) assert_string_equal(r.out, "1\n");
+  run_result_release(&r);
+  /* wrong use: too few arguments, a base that is not an executable, no fixture */
+  run_sh(&r, "tools/ab-bench.sh build/dkb build/dkb %s; echo rc=$?; tools/ab-bench.sh /nonexistent build/dkb %s x.json; "
+             "echo rc=$?; tools/ab-bench.sh build/dkb build/dkb %s -- --no-roofline; echo rc=$?", dir, dir, dir);
+  assert_string_equal(r.out, "rc=2\nrc=2\nrc=2\n");
+  assert_non_null(strstr(r.err, "tools/ab-bench.sh: /nonexistent is not an executable dkb\n"));
+  assert_non_null(strstr(r.err, "tools/ab-bench.sh: no fixture\n"));
+  run_result_release(&r);
+}
+
 /* --json: the same verdicts as the table, in a report valid against schemas/compare-report.schema.json. */
 static void compare_json_report_is_schema_valid(void **s) {
   (void)s;
@@ -510,7 +540,7 @@ static void compare_of_a_fresh_bench_run_with_itself(void **s) {
   run_result_release(&r);
 }
 
-DKB_TEST_GROUP(compare, cmocka_unit_test(bench_says_why_a_case_has_no_figure), cmocka_unit_test(compare_of_a_fresh_bench_run_with_itself), cmocka_unit_test(compare_json_report_is_schema_valid), cmocka_unit_test(compare_calls_a_run_the_same_as_itself),
+DKB_TEST_GROUP(compare, cmocka_unit_test(ab_bench_alternates_two_builds_and_compares_each_round), cmocka_unit_test(bench_says_why_a_case_has_no_figure), cmocka_unit_test(compare_of_a_fresh_bench_run_with_itself), cmocka_unit_test(compare_json_report_is_schema_valid), cmocka_unit_test(compare_calls_a_run_the_same_as_itself),
                cmocka_unit_test(compare_flags_a_case_slower_beyond_its_noise), cmocka_unit_test(compare_band_has_a_floor),
                cmocka_unit_test(compare_says_when_a_case_ran_slowed),
                cmocka_unit_test(compare_judges_level_6_cases_of_the_same_call), cmocka_unit_test(compare_names_the_devices),

@@ -1,0 +1,39 @@
+#!/bin/sh
+# A/B of two dkb builds on the same fixtures and GPU: ROUNDS rounds (default 2), each the base build's
+# `dkb bench` and then the new build's, so that drift of the GPU's clocks and temperature over the
+# minutes falls on both; then `dkb compare` of each round's pair. docs/kernels.md's A/B tables were
+# measured this way. Build the base from the commit before the change (keep a copy of its build/dkb),
+# and change nothing else between the two.
+# Writes DIR/base-R/ and DIR/new-R/ (bench -o, without the per-case bundles), DIR/compare-R.txt, and
+# DIR/ab.tgz holding all of them: one file, for a machine that sends back only a few.
+# usage: [ROUNDS=n] tools/ab-bench.sh BASE_DKB NEW_DKB DIR FIXTURE... [-- bench arguments...]
+# exit: the worst `dkb compare` exit of the rounds (0 no case slower beyond the noise, 1 one was, 3 or
+# 4 as compare's), 2 usage or a bench that could not run
+set -u
+[ $# -ge 4 ] || { echo "usage: [ROUNDS=n] tools/ab-bench.sh BASE_DKB NEW_DKB DIR FIXTURE... [-- bench arguments...]" >&2; exit 2; }
+A=$1; B=$2; D=$3; shift 3
+for x in "$A" "$B"; do [ -x "$x" ] || { echo "tools/ab-bench.sh: $x is not an executable dkb" >&2; exit 2; }; done
+FX=""
+while [ $# -gt 0 ] && [ "$1" != "--" ]; do FX="$FX $1"; shift; done
+[ $# -gt 0 ] && shift  # the "--"; what is left goes to every bench
+[ -n "$FX" ] || { echo "tools/ab-bench.sh: no fixture" >&2; exit 2; }
+mkdir -p "$D" || exit 2
+worst=0
+r=1
+while [ "$r" -le "${ROUNDS:-2}" ]; do
+  for side in base new; do
+    if [ $side = base ]; then bin=$A; else bin=$B; fi
+    # shellcheck disable=SC2086  # FX is a list of paths
+    "$bin" bench $FX -o "$D/$side-$r" "$@" > "$D/$side-$r.log" 2>&1
+    [ -f "$D/$side-$r/bench.json" ] || { echo "tools/ab-bench.sh: $bin bench wrote no bench.json (see $D/$side-$r.log)" >&2; exit 2; }
+    rm -rf "$D/$side-$r/cases"
+  done
+  "$B" compare "$D/base-$r" "$D/new-$r" > "$D/compare-$r.txt" 2>&1
+  rc=$?
+  [ $rc -gt $worst ] && worst=$rc
+  r=$((r + 1))
+done
+rm -f "$D/ab.tgz"
+tar czf "$D.ab.tgz" -C "$D" . && mv "$D.ab.tgz" "$D/ab.tgz"
+cat "$D"/compare-*.txt
+exit $worst
