@@ -40,6 +40,14 @@ def cases():
     # No target: how much of the paged cost is the page order (the others use the default, shuffled pool)
     yield fx("b16-t8192-g4-paged16-sequential", "B16 T8192 paged, pool pages in logical order: the page-order share of the paged cost.",
              {"count": 16, "kv_len": 8192}, 32, 8, "paged_nhd", page_order="sequential")
+    # ... and of three serving shapes' (not in serving.json)
+    short = {"count": 64, "kv_len": 2048}
+    yield fx("b64-t2048-g4-paged16-sequential", "B=64, T=2048 paged, pool pages in logical order: the page-order share.",
+             short, 32, 8, "paged_nhd", page_order="sequential")
+    yield fx("b128-t1024-g8-paged16-sequential", "B=128, T=1024 paged, pool pages in logical order: the page-order share.",
+             {"count": 128, "kv_len": 1024}, 64, 8, "paged_nhd", page_order="sequential")
+    yield fx("b64-t2048-g4-d64-paged16-sequential", "B=64, T=2048, d=64 paged, pool pages in logical order: the page-order "
+             "share.", short, 64, 16, "paged_nhd", page_order="sequential", d=64)
     yield fx("ragged32-paged16", "Ragged batch: 32 requests, lengths uniform in [512, 16384].",
              {"count": 32, "kv_len": {"uniform": [512, 16384]}}, 32, 8, "paged_nhd")
     # issue 9: masked decode that pays only for visible keys
@@ -78,13 +86,6 @@ def serving():
                  64, 16, lay, d=64)
         yield fx(f"b64-t2048-g4-d256-{tag}", "Many short requests, head dim 256: B=64, T=2048, H_q=16, H_kv=4 (537 MB).", short,
                  16, 4, lay, d=256)
-    # No target, not in serving.json: the page-order share of three shapes' paged cost (pool pages in order)
-    yield fx("b64-t2048-g4-paged16-sequential", "B=64, T=2048 paged, pool pages in logical order: the page-order share.",
-             short, 32, 8, "paged_nhd", page_order="sequential")
-    yield fx("b128-t1024-g8-paged16-sequential", "B=128, T=1024 paged, pool pages in logical order: the page-order share.",
-             {"count": 128, "kv_len": 1024}, 64, 8, "paged_nhd", page_order="sequential")
-    yield fx("b64-t2048-g4-d64-paged16-sequential", "B=64, T=2048, d=64 paged, pool pages in logical order: the page-order "
-             "share.", short, 64, 16, "paged_nhd", page_order="sequential", d=64)
     ragged = [{"kv_len": n} for n in RAGGED]
     for lay, tag in (("ragged_nhd", "packed"), ("paged_nhd", "paged16")):
         yield fx(f"ragged64-long4-{tag}", f"Ragged serving batch: 60 requests of 64-2048 keys and 4 of {LONG[-1]}-{LONG[0]} "
