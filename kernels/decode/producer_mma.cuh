@@ -18,7 +18,7 @@ namespace {
 // max, sum and O accumulate in fp32. K/V rows are 16-byte-chunk swizzled (chunk ^ row % 8) so ldmatrix
 // reads are free of bank conflicts.
 // Two stages of 32 KB at d = 128, Q fragments re-read from shared memory each tile, 2 CTAs per SM
-// (__launch_bounds__(128, 2), at the kernels below): three stages lose or gain nothing, because the loop
+// (__launch_bounds__(128, 2), at the kernels below; 4 at d = 64): three stages lose or gain nothing, because the loop
 // already streams at the roofline, so more bytes in flight per CTA buy nothing (docs/kernels.md, "Two
 // stages, two CTAs per SM"). At d = 256 the two stages of 64 KB leave room for one CTA per SM. Four
 // stages at d = 64, whose stages hold half the bytes, changed nothing (B64 T2048 16-key pages: 176.86 us
@@ -26,6 +26,8 @@ namespace {
 template <int D_PAD>
 struct MmaCfg {
   static constexpr int NT = 128, NW = 4, NTOK = 64, ROWS = 16, CH = D_PAD / 8, ST = 2;
+  // The kernels' __launch_bounds__ minimum of CTAs per SM (at the kernels below).
+  static constexpr int MIN_CTAS = D_PAD == 64 ? 4 : 2;
   static constexpr int TILE_BYTES = NTOK * D_PAD * 2, STAGE_BYTES = 2 * TILE_BYTES;
   static constexpr int Q_BYTES = ROWS * D_PAD * 2;
   // The warps' O rows for the merge, padded so a warp's float2 stores (8 rows x 4 lanes) hit distinct
@@ -346,19 +348,22 @@ __device__ __forceinline__ void producer_mma(const dkb_decode_params &p, const K
   }
 }
 
-// __launch_bounds__(128, 2): up to 255 registers (159-186 used), and 2 CTAs per SM, which is all the
-// plan fills (harness/plan.c), held by the launch, not by the register count: the d = 128 producers ask
-// for kTwoPerSmSmem of shared memory (make_mma). At 3 CTAs per SM, forced splits of 512 CTAs ran as 1.3
-// waves; held to 2, they run as two even waves. Against (128, 3) (at most 168 registers, 3 CTAs per SM)
-// ragged calls are faster and steadier, B4 graph and B16 paged a little faster, B1 T131072 both ways
-// (docs/kernels.md, "__launch_bounds__(128, 2)").
+// __launch_bounds__(128, 2) at d = 128 and 256: up to 255 registers (177-255 used), and at d = 128 2 CTAs
+// per SM, which is all the plan fills (harness/plan.c), held by the launch, not by the register count: the
+// d = 128 producers ask for kTwoPerSmSmem of shared memory (make_mma). At 3 CTAs per SM, forced splits of
+// 512 CTAs ran as 1.3 waves; held to 2, they run as two even waves. Against (128, 3) (at most 168
+// registers, 3 CTAs per SM) ragged calls are faster and steadier, B4 graph and B16 paged a little faster,
+// B1 T131072 both ways (docs/kernels.md, "__launch_bounds__(128, 2)").
+// (128, 4) at d = 64: 128 registers, no spills, 4 CTAs per SM (35 KB of shared memory each) where 155-172
+// registers held 3 or 2; B64 T2048 d = 64 7.1-7.6 % faster contiguous and paged, DRAM 80.6 -> 87.0 % of
+// peak under ncu (docs/kernels.md, "Four CTAs per SM at d = 64").
 template <typename T, int D_PAD, bool EARLY>
-__global__ void __launch_bounds__(128, 2) decode_split_kv_producer_mma(const dkb_decode_params p, const __grid_constant__ KvMaps maps) {
+__global__ void __launch_bounds__(128, MmaCfg<D_PAD>::MIN_CTAS) decode_split_kv_producer_mma(const dkb_decode_params p, const __grid_constant__ KvMaps maps) {
   producer_mma<T, D_PAD, false, EARLY>(p, maps);
 }
 // The same producer whose last CTA per (request, K/V head) also merges that group's slots: one launch.
 template <typename T, int D_PAD, bool EARLY>
-__global__ void __launch_bounds__(128, 2) decode_split_kv_fused_mma(const dkb_decode_params p, const __grid_constant__ KvMaps maps) {
+__global__ void __launch_bounds__(128, MmaCfg<D_PAD>::MIN_CTAS) decode_split_kv_fused_mma(const dkb_decode_params p, const __grid_constant__ KvMaps maps) {
   producer_mma<T, D_PAD, true, EARLY>(p, maps);
 }
 
