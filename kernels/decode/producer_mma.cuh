@@ -138,7 +138,19 @@ __device__ __forceinline__ void producer_mma(const dkb_decode_params &p, const K
   // from every warp in the others (paged: up to 32). Issue by more threads measured slower on contiguous
   // caches.
   TilePipe<T, K::NTOK, K::CH, K::NT, EARLY ? 1 : K::NT> pipe;
-  pipe.init(p, tid, b, h, lo, hi, N, base, q_first, ring_t, ring_c, pg_smem);
+  // A page list longer than pg_smem goes in the dynamic shared memory past Q when the launch left room
+  // there (the d = 128 instances ask for kTwoPerSmSmem: about 11 KiB spare, 2816 page ids). Otherwise each
+  // tile's page ids are loaded from the table as the tile before is computed, and the copy issue waited on
+  // them: 1-key pages at B64 T2048 spent 27 % of the stall samples there (docs/kernels.md).
+  int32_t *pg = pg_smem;
+  int pg_cap = kPageSmem;
+  {
+    unsigned dyn;
+    asm("mov.u32 %0, %%dynamic_smem_size;" : "=r"(dyn));
+    const int spare = (int)((smem_raw + dyn - (q_s + K::Q_BYTES)) / 4);
+    if (spare > pg_cap) { pg = reinterpret_cast<int32_t *>(q_s + K::Q_BYTES); pg_cap = spare; }
+  }
+  pipe.init(p, tid, b, h, lo, hi, N, base, q_first, ring_t, ring_c, pg, pg_cap);
   pipe.use_tma(&maps, bars, K::ST, t_early >= 0);
   __syncthreads();
   // K/V stages: [D_PAD / 64][NTOK][64], each 128-byte row's 16-byte chunks XOR-swizzled by row % 8 (the

@@ -52,7 +52,7 @@ struct TilePipe {
   // Call __syncthreads() between init and the first issue_next: init fills the shared page list.
   // base: the item's p.item_base (its request's cache row, packed row or page-table entry, resolved by the plan).
   __device__ __forceinline__ void init(const dkb_decode_params &p, int tid_, int b_, int h, int64_t lo_, int64_t hi_, int64_t N_,
-                                       int64_t base, int64_t q_first_, int64_t *rt, int *rc, int32_t *pg_smem) {
+                                       int64_t base, int64_t q_first_, int64_t *rt, int *rc, int32_t *pg_smem, int pg_cap = kPageSmem) {
     pp = &p; tid = tid_; b = b_; lo = lo_; hi = hi_; N = N_; q_first = q_first_; ring_t = rt; ring_c = rc;
     pgs = nullptr;
     t_pend = lo / NTOK;
@@ -81,7 +81,7 @@ struct TilePipe {
        * waits on the page table. */
       j0 = lo / P;
       const int64_t nj = hi > lo ? (hi - 1) / P - j0 + 1 : 0;
-      if (nj <= kPageSmem) {
+      if (nj <= pg_cap) {
 #pragma unroll 8
         for (int j = tid; j < (int)nj; j += NT) pg_smem[j] = __ldg(tbl + j0 + j);  // 8 loads in flight, not 8 round trips
         pgs = pg_smem;
