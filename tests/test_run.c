@@ -217,6 +217,36 @@ static void plan_counts_tile_classes_as_counted_by_hand(void **s) {
   decode_call_release(&c);
 }
 
+/* The auto split's wave counts the CTAs per SM the tensor-core producers are built for: 4 at d = 64 and
+ * 2 at d = 128 (producer_mma.cuh MmaCfg::MIN_CTAS), fewer when fewer are resident, never more. */
+static void auto_split_wave_counts_the_ctas_the_producers_are_built_for(void **s) {
+  (void)s;
+  static const struct { const char *fx; int resident, want; } cases[] = {
+      {"fixtures/decode/ragged-contig-hnd-fp16-d64-g1-remap.json", 0, 132 * 4},
+      {"fixtures/decode/ragged-contig-hnd-fp16-d64-g1-remap.json", 3, 132 * 3},
+      {"fixtures/decode/ragged-contig-hnd-fp16-d64-g1-remap.json", 6, 132 * 4},
+      {"fixtures/decode/paged-nhd-p64-auto.json", 0, 132 * 2},
+      {"fixtures/decode/paged-nhd-p64-auto.json", 3, 132 * 2},
+      {"fixtures/decode/paged-nhd-p64-auto.json", 1, 132 * 1},
+  };
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+    struct decode_call c;
+    struct decode_inputs in;
+    struct decode_plan pl;
+    struct dkb_err e;
+    if (decode_call_load(cases[i].fx, &c, &e)) fail_msg("%s: %s", cases[i].fx, e.msg);
+    const int tile = dkb_decode_tile_tokens(c.dtype, c.dk, c.dv, (c.H_q / c.H_kv) * c.C);
+    if (inputs_build(&c, tile, &in, &e)) fail_msg("%s: %s", cases[i].fx, e.msg);
+    struct plan_opts po = {tile, 132, cases[i].resident};
+    if (plan_build(&c, &in, &po, &pl, &e)) fail_msg("%s: %s", cases[i].fx, e.msg);
+    if (pl.heuristic_sms != cases[i].want)
+      fail_msg("%s, %d resident: the wave counts %d CTAs, want %d", cases[i].fx, cases[i].resident, pl.heuristic_sms, cases[i].want);
+    plan_release(&pl);
+    inputs_release(&in);
+    decode_call_release(&c);
+  }
+}
+
 /* Items come in runs of pl->cluster, one request each, in slot order; every request has that many slots. */
 static void assert_cluster_groups(const struct decode_plan *pl) {
   assert_int_equal(pl->n_items % pl->cluster, 0);
@@ -1089,7 +1119,7 @@ static void gpu_split_k_agrees_with_split_1(void **s) {
 }
 
 /* On the GPU: the d = 128 tensor-core producers run 2 CTAs per SM, the planner's wave model
- * (harness/plan.c kPlanWaveCtasPerSm) and __launch_bounds__(128, 2). Their register count alone held it:
+ * (harness/plan.c plan_wave_ctas) and __launch_bounds__(128, 2). Their register count alone held it:
  * a change that took the unfused one from 175 to 168 registers let 3 share an SM, and forced splits of 512
  * CTAs ran as 1.3 waves, 5-7 % slower (H200; reverted in b34bde8); kTwoPerSmSmem now holds it at launch.
  * This catches a regression in gpu-smoke instead of a bench run. The d = 64 instances' occupancy is
@@ -1280,6 +1310,7 @@ DKB_TEST_GROUP(run, cmocka_unit_test(decode_fixtures_are_schema_valid_and_load),
                cmocka_unit_test(tolerance_ratio_is_the_share_of_the_allowance),
                cmocka_unit_test(plan_items_cover_visible_keys_exactly), cmocka_unit_test(plan_counts_tile_classes_as_counted_by_hand),
                cmocka_unit_test(auto_split_minimizes_the_lpt_makespan),
+               cmocka_unit_test(auto_split_wave_counts_the_ctas_the_producers_are_built_for),
                cmocka_unit_test(cluster_plans_keep_each_requests_items_together_in_slot_order),
                cmocka_unit_test(run_without_gpu_stops_at_level_2_with_reason),
                cmocka_unit_test(dumps_recompute_in_numpy_to_1e12), cmocka_unit_test(bench_writes_table_csv_json_and_svg),
