@@ -186,15 +186,21 @@ static void plan_items_cover_visible_keys_exactly(void **s) {
   }
 }
 
-/* Plans the fixture at path as the runner does (132 SMs, 2 CTAs per SM in the schedule). */
-static void plan_fixture(const char *path, struct decode_call *c, struct decode_inputs *in, struct decode_plan *pl) {
+/* Plans the fixture at path as the runner does on 132 SMs with `resident` producer CTAs per SM. */
+static void plan_fixture_resident(const char *path, int resident, struct decode_call *c, struct decode_inputs *in,
+                                  struct decode_plan *pl) {
   struct dkb_err e;
   if (decode_call_load(path, c, &e)) fail_msg("%s: %s", path, e.msg);
   const int tile = dkb_decode_tile_tokens(c->dtype, c->dk, c->dv, (c->H_q / c->H_kv) * c->C);
   assert_true(tile > 0);
   if (inputs_build(c, tile, in, &e)) fail_msg("%s: %s", path, e.msg);
-  struct plan_opts po = {tile, 132, 2};
+  struct plan_opts po = {tile, 132, resident};
   if (plan_build(c, in, &po, pl, &e)) fail_msg("%s: %s", path, e.msg);
+}
+
+/* Plans the fixture at path as the runner does (132 SMs, 2 CTAs per SM resident). */
+static void plan_fixture(const char *path, struct decode_call *c, struct decode_inputs *in, struct decode_plan *pl) {
+  plan_fixture_resident(path, 2, c, in, pl);
 }
 
 /* The tile classes of window-sink-paged, counted by hand: 64-key tiles; request b sees keys k < 4 (the
@@ -233,12 +239,7 @@ static void auto_split_wave_counts_the_ctas_the_producers_are_built_for(void **s
     struct decode_call c;
     struct decode_inputs in;
     struct decode_plan pl;
-    struct dkb_err e;
-    if (decode_call_load(cases[i].fx, &c, &e)) fail_msg("%s: %s", cases[i].fx, e.msg);
-    const int tile = dkb_decode_tile_tokens(c.dtype, c.dk, c.dv, (c.H_q / c.H_kv) * c.C);
-    if (inputs_build(&c, tile, &in, &e)) fail_msg("%s: %s", cases[i].fx, e.msg);
-    struct plan_opts po = {tile, 132, cases[i].resident};
-    if (plan_build(&c, &in, &po, &pl, &e)) fail_msg("%s: %s", cases[i].fx, e.msg);
+    plan_fixture_resident(cases[i].fx, cases[i].resident, &c, &in, &pl);
     if (pl.heuristic_sms != cases[i].want)
       fail_msg("%s, %d resident: the wave counts %d CTAs, want %d", cases[i].fx, cases[i].resident, pl.heuristic_sms, cases[i].want);
     plan_release(&pl);
