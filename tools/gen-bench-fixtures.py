@@ -48,6 +48,15 @@ def cases():
              {"count": 128, "kv_len": 1024}, 64, 8, "paged_nhd", page_order="sequential")
     yield fx("b64-t2048-g4-d64-paged16-sequential", "B=64, T=2048, d=64 paged, pool pages in logical order: the page-order "
              "share.", short, 64, 16, "paged_nhd", page_order="sequential", d=64)
+    # ... and the caches whose whole tiles take cp.async, not TMA boxes: pages under 8 keys, HND layouts,
+    # and 1-key pages at the serving shapes' other head dims (docs/kernels.md, "Tile pipeline")
+    yield fx("b64-t2048-g4-paged4", "B=64, T=2048 in 4-key pages: cp.async tiles.", short, 32, 8, "paged_nhd", page_size=4)
+    yield fx("b64-t2048-g4-hnd", "B=64, T=2048, contiguous HND cache: cp.async tiles.", short, 32, 8, "contiguous_hnd")
+    yield fx("b64-t2048-g4-paged16-hnd", "B=64, T=2048 in 16-key HND pages: cp.async tiles.", short, 32, 8, "paged_hnd")
+    yield fx("b64-t2048-g4-d64-paged1", "B=64, T=2048, d=64 in 1-key pages: cp.async tiles, 2048 page ids an item.", short,
+             64, 16, "paged_nhd", page_size=1, d=64)
+    yield fx("b64-t2048-g4-d256-paged1", "B=64, T=2048, d=256 in 1-key pages: cp.async tiles, 2048 page ids an item.",
+             short, 16, 4, "paged_nhd", page_size=1, d=256)
     yield fx("ragged32-paged16", "Ragged batch: 32 requests, lengths uniform in [512, 16384].",
              {"count": 32, "kv_len": {"uniform": [512, 16384]}}, 32, 8, "paged_nhd")
     # issue 9: masked decode that pays only for visible keys
