@@ -178,8 +178,7 @@ __device__ __forceinline__ void producer_mma(const dkb_decode_params &p, const K
   int stage = 0;
   unsigned parity = 0;  // bit s: the phase of stage s's mbarrier the next TMA tile there completes
   for (;;) {
-    cp_async_wait<K::ST - 2>();
-    __syncthreads();
+    __syncthreads();  // the stage computed last is free, and the ring of this one is written
     const int64_t t = ring_t[stage];
     if (t < 0) break;
     const int rc = ring_c[stage];
@@ -188,11 +187,14 @@ __device__ __forceinline__ void producer_mma(const dkb_decode_params &p, const K
       const int sf = (stage + K::ST - 1) % K::ST;
       pipe.issue_next(sf, stages + sf * K::STAGE_BYTES, K::TILE_BYTES, pos, pos);
     }
-    // A TMA tile is waited for only now: the next one is already in flight (two tiles, where cp.async
-    // tiles have one: its wait_group above also waits for the copies just issued).
+    // A tile is waited for only now, with the next one already in flight: two tiles in flight during
+    // the wait, TMA or cp.async (whose copies every thread must see: a second barrier).
     if (rc & kTmaTile) {
       mbar_wait(bars + stage, (parity >> stage) & 1);
       parity ^= 1u << stage;
+    } else {
+      cp_async_wait<K::ST - 1>();
+      __syncthreads();
     }
     const unsigned char *ks = stages + stage * K::STAGE_BYTES, *vs = ks + K::TILE_BYTES;
     // ---- s = q.k for this warp's 16 keys: two 16x8 fragments ----
