@@ -82,6 +82,9 @@ def cases():
                lens=[23, 24, 25, 1000, 3587], cache={"layout": "paged_nhd", "page_size": 24}, split={"policy": "fixed", "splits": 2})
     yield case("paged-p1-long-page-list", "Page size 1, one split: 1500 and 3000 page ids per item, more than shared memory holds.",
                lens=[1500, 3000], cache={"layout": "paged_nhd", "page_size": 1}, split={"policy": "fixed", "splits": 1})
+    for d in (64, 256):  # the room past Q holds 2816 ids at every head dim: 1500 go there, 3000 are loaded per tile
+        yield case(f"paged-p1-long-page-list-d{d}", f"d = {d}, page size 1, one split: 1500 and 3000 page ids per item.",
+                   lens=[1500, 3000], d=d, cache={"layout": "paged_nhd", "page_size": 1}, split={"policy": "fixed", "splits": 1})
     yield case("paged-dense-hnd-p64-fp16-mlu", "Dense table HND, page 64, fp16, split 7.",
                lens=[3587, 129, 27], dtype="fp16", cache={"layout": "paged_hnd", "page_size": 64, "table": "dense"},
                split={"policy": "fixed", "splits": 7})

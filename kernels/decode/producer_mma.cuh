@@ -140,9 +140,9 @@ __device__ __forceinline__ void producer_mma(const dkb_decode_params &p, const K
   // caches.
   TilePipe<T, K::NTOK, K::CH, K::NT, EARLY ? 1 : K::NT> pipe;
   // A page list longer than pg_smem goes in the dynamic shared memory past Q when the launch left room
-  // there (the d = 128 instances ask for kTwoPerSmSmem: about 11 KiB spare, 2816 page ids). Otherwise each
-  // tile's page ids are loaded from the table as the tile before is computed, and the copy issue waited on
-  // them: 1-key pages at B64 T2048 spent 27 % of the stall samples there (docs/kernels.md).
+  // there (make_mma asks for 11 KiB past it: 2816 page ids). Otherwise each tile's page ids are loaded from
+  // the table as the tile before is computed, and the copy issue waited on them: 1-key pages at B64 T2048
+  // spent 27 % of the stall samples there (docs/kernels.md).
   int32_t *pg = pg_smem;
   int pg_cap = kPageSmem;
   {
