@@ -241,6 +241,14 @@ static size_t mask_layout(const struct decode_call *c, const struct decode_input
   return regions(sz, 7, off);
 }
 
+struct plan_opts builtin_plan_opts(const struct decode_call *c, int sm_count, int ask_device) {
+  const int rows = (c->H_q / c->H_kv) * c->C;
+  const int tile = dkb_decode_tile_tokens(c->dtype, c->dk, c->dv, rows);
+  struct plan_opts po = {tile > 0 ? tile : 64, sm_count, 0, dkb_decode_wave_ctas(c->dtype, c->dk, c->dv, rows)};
+  if (ask_device) po.ctas_per_sm = dkb_decode_occupancy(c->dtype, c->dk, c->dv, rows);
+  return po;
+}
+
 static int builtin_plan(const struct dkb_backend *self, const struct dkb_call *call, struct dkb_plan *plan, void **state) {
   const struct builtin_ctx *ctx = self->user;
   const struct decode_call *c = ctx->c;
@@ -250,10 +258,7 @@ static int builtin_plan(const struct dkb_backend *self, const struct dkb_call *c
   s->ctx = ctx;
   s->family = caps_of(self)->family;
   for (int i = 0; i < WS_N; i++) s->ws_index[i] = -1;
-  const int rows = (c->H_q / c->H_kv) * c->C;
-  const int tile = dkb_decode_tile_tokens(c->dtype, c->dk, c->dv, rows);
-  struct plan_opts po = {tile > 0 ? tile : 64, call->sm_count, 0};
-  if (ctx->gpu && s->family == DKB_FAMILY_SPLIT_KV) po.ctas_per_sm = dkb_decode_occupancy(c->dtype, c->dk, c->dv, rows);
+  const struct plan_opts po = builtin_plan_opts(c, call->sm_count, ctx->gpu && s->family == DKB_FAMILY_SPLIT_KV);
   struct dkb_err e;
   dkb_err_clear(&e);
   if (plan_build(c, in, &po, &s->pl, &e)) {

@@ -82,14 +82,16 @@ static void cut(struct builder *bl, int b, const struct range *r, int nr, int64_
   }
 }
 
-/* The CTAs per SM the wave counts: as many as the tensor-core producers are built for
- * (kernels/decode/producer_mma.cuh MmaCfg::MIN_CTAS, their __launch_bounds__), 4 at d <= 64 and 2 above,
- * and fewer where fewer are resident (plan_opts.ctas_per_sm). Where more are resident than the build
- * is for, splitting the work to fill them cost more (merge, per-CTA prologue) than it gained (H200, when
- * the d = 128 producers ran 3 per SM: B16 T8192 split 2 0.851 of the roofline vs 3 0.826; B8 T16384 MHA
- * split 1 0.967 vs 3 0.922). At d = 64, built for 4, counting 2 left the auto split up to 13 % behind
- * the best forced one (docs/kernels.md, "Four CTAs per SM at d = 64"). */
-static int plan_wave_ctas(const struct decode_call *c) { return (c->dk > c->dv ? c->dk : c->dv) <= 64 ? 4 : 2; }
+/* The CTAs per SM the wave counts: as many as the producer is built for (plan_opts.wave_ctas, its
+ * __launch_bounds__), and fewer where fewer are resident (plan_opts.ctas_per_sm). Where more are resident
+ * than the build is for, splitting the work to fill them cost more (merge, per-CTA prologue) than it
+ * gained (H200, when the d = 128 producers ran 3 per SM: B16 T8192 split 2 0.851 of the roofline vs 3
+ * 0.826; B8 T16384 MHA split 1 0.967 vs 3 0.922). At d = 64, built for 4, counting 2 left the auto split
+ * up to 13 % behind the best forced one (docs/kernels.md, "Four CTAs per SM at d = 64"). */
+static int plan_wave_ctas(const struct plan_opts *o) {
+  const int built = o->wave_ctas > 0 ? o->wave_ctas : 2;
+  return o->ctas_per_sm > 0 && o->ctas_per_sm < built ? o->ctas_per_sm : built;
+}
 
 /* A CTA's fixed cost in tile times: the prologue of dependent loads (item, length, page list, first
  * copy), the warp merge and the state store, and the merge of its slot. Fitted on the H200 (bf16,
@@ -226,9 +228,8 @@ int plan_build(const struct decode_call *c, const struct decode_inputs *in, cons
     /* Every request is cut into pieces of at most ceil(max_tiles / S) tiles (a shorter request into
      * proportionally fewer), S from the schedule model over the requests' visible tiles, on
      * plan_wave_ctas CTAs per SM. */
-    int sms = o->sm_count > 0 ? o->sm_count : 132, cap = plan_wave_ctas(c);
-    int per = o->ctas_per_sm > 0 && o->ctas_per_sm < cap ? o->ctas_per_sm : cap;
-    p->heuristic_sms = sms * per;
+    const int sms = o->sm_count > 0 ? o->sm_count : 132;
+    p->heuristic_sms = sms * plan_wave_ctas(o);
     int s = plan_auto_splits(vt, c->B, c->H_kv, p->heuristic_sms, c->max_splits);
     if (s < 1) {
       free(vt);

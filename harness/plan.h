@@ -24,7 +24,9 @@
 struct plan_opts {
   int tile_tokens;    /* keys per kernel tile (dkb_decode_tile_tokens); also the SKIP granularity */
   int sm_count;       /* device SMs (auto policy); 0 when no device: auto then plans for 132 */
-  int ctas_per_sm;    /* resident producer CTAs per SM (auto policy; the wave counts at most plan.c plan_wave_ctas); 0 = that */
+  int ctas_per_sm;    /* resident producer CTAs per SM (auto policy), 0 when no device was asked: then wave_ctas */
+  int wave_ctas;      /* CTAs per SM the producer is built for (dkb_decode_wave_ctas): the wave counts at most
+                       * these (plan.c); 0: 2 */
 };
 
 struct decode_plan {

@@ -6,6 +6,7 @@
  * way the runner reaches a kernel. */
 #include "harness/runner.h"
 #include "harness/backends.h"
+#include "harness/builtin.h"
 #include "harness/counters.h"
 #include "harness/decode_dump.h"
 #include "harness/decode_ref.h"
@@ -172,10 +173,7 @@ static int stage_dispatch(struct run *r, struct dkb_err *err) {
   const int sms = r->gpu ? r->dev.dev.sm_count : 0;
   r->sel = backends_admit(r->set, c, r->cc, sms, r->ba);
   /* dkb's planner over the call gives the tile classes and the visible bytes, whichever backend runs */
-  const int rows = (c->H_q / c->H_kv) * c->C;
-  const int tile = dkb_decode_tile_tokens(c->dtype, c->dk, c->dv, rows);
-  struct plan_opts po = {tile > 0 ? tile : 64, sms, 0};
-  if (r->gpu && r->sel && !strcmp(r->sel->t->name, "dkb_split_kv")) po.ctas_per_sm = dkb_decode_occupancy(c->dtype, c->dk, c->dv, rows);
+  const struct plan_opts po = builtin_plan_opts(c, sms, r->gpu && r->sel && !strcmp(r->sel->t->name, "dkb_split_kv"));
   if (plan_build(c, &r->in, &po, &r->ref, err)) return -1;
   memcpy(res->tiles, r->ref.tiles, sizeof res->tiles);
   /* what people read as "split": the policy's S of dkb's plan, else the selected backend's own (below) */

@@ -68,12 +68,15 @@ struct Instance {
   int nt, smem, ntok;
   producer_fn fused;  // the same producer merging the slots in its last CTA, or null
   bool tma;           // the tensor-core producer: whole tiles of NHD caches through KvMaps
+  int wave;           // CTAs per SM the producer is built for (its __launch_bounds__), the planner's wave
 };
 
 template <typename T, int D, int R, int NT>
 Instance make() {
   using K = Cfg<T, D, R, NT>;
-  return Instance{decode_split_kv_producer<T, D, R, NT>, NT, K::SMEM, K::NTOK, nullptr, false};
+  // Built for no count (__launch_bounds__(NT)): the wave counts 2, as it did for every producer before
+  // the d = 64 tensor-core ones were built for 4.
+  return Instance{decode_split_kv_producer<T, D, R, NT>, NT, K::SMEM, K::NTOK, nullptr, false, 2};
 }
 
 int pad_dim(int d) { return d <= 64 ? 64 : d <= 128 ? 128 : d <= 256 ? 256 : 0; }
@@ -112,7 +115,8 @@ template <typename T, int D, bool EARLY>
 Instance make_mma() {
   using K = MmaCfg<D>;
   constexpr int smem = D == 128 ? kTwoPerSmSmem : K::SMEM + kPageSpare;
-  return Instance{decode_split_kv_producer_mma<T, D, EARLY>, K::NT, smem, K::NTOK, decode_split_kv_fused_mma<T, D, EARLY>, true};
+  return Instance{decode_split_kv_producer_mma<T, D, EARLY>, K::NT, smem, K::NTOK, decode_split_kv_fused_mma<T, D, EARLY>, true,
+                  K::MIN_CTAS};
 }
 template <typename T, int D>
 Instance make_mma(bool early) { return early ? make_mma<T, D, true>() : make_mma<T, D, false>(); }
@@ -208,6 +212,11 @@ extern "C" int dkb_split_kv_supported(int dtype, int dk, int dv, int rows, char 
 extern "C" int dkb_decode_tile_tokens(int dtype, int dk, int dv, int rows) {
   Instance in;
   return pick(dtype, dk, dv, rows, &in) ? in.ntok : 0;
+}
+
+extern "C" int dkb_decode_wave_ctas(int dtype, int dk, int dv, int rows) {
+  Instance in;
+  return pick(dtype, dk, dv, rows, &in) ? in.wave : 0;
 }
 
 // fused_combine gives each of a warp's 32 lanes four of a row's dims: d_v <= 128. The cluster merge,

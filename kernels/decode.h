@@ -89,6 +89,9 @@ struct dkb_decode_params {
 int dkb_split_kv_supported(int dtype, int dk, int dv, int rows, char *why, size_t whyn);
 /* Keys per tile of the split-KV instance these parameters select (flashmask block size, planner). */
 int dkb_decode_tile_tokens(int dtype, int dk, int dv, int rows);
+/* CTAs per SM that instance is built for (its __launch_bounds__; no device asked), 0 when there is none:
+ * the auto split's wave counts at most these (harness/plan.c). */
+int dkb_decode_wave_ctas(int dtype, int dk, int dv, int rows);
 /* Resident producer CTAs per SM of that instance on the current device (0 when it cannot be asked). */
 int dkb_decode_occupancy(int dtype, int dk, int dv, int rows);
 /* 1 when the producer instance these parameters select merges the slots itself (fused combine) for a

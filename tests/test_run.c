@@ -13,6 +13,7 @@
 
 #include "harness/backends.h"
 #include "harness/bench.h"
+#include "harness/builtin.h"
 #include "harness/decode_call.h"
 #include "lib/fsutil.h"
 #include "harness/inputs.h"
@@ -140,10 +141,11 @@ static void plan_items_cover_visible_keys_exactly(void **s) {
     struct decode_plan pl;
     struct dkb_err e;
     assert_int_equal(decode_call_load(fx[f], &c, &e), 0);
-    int tile = dkb_decode_tile_tokens(c.dtype, c.dk, c.dv, (c.H_q / c.H_kv) * c.C);
-    assert_true(tile > 0);
+    struct plan_opts po = builtin_plan_opts(&c, 132, 0);
+    assert_true(po.tile_tokens > 0);
+    po.ctas_per_sm = 2;
+    const int tile = po.tile_tokens;
     assert_int_equal(inputs_build(&c, tile, &in, &e), 0);
-    struct plan_opts po = {tile, 132, 2};
     assert_int_equal(plan_build(&c, &in, &po, &pl, &e), 0);
     int64_t classes[3] = {0, 0, 0};  /* the plan's tile counts, recounted tile by tile */
     for (int b = 0; b < c.B; b++) {
@@ -191,10 +193,10 @@ static void plan_fixture_resident(const char *path, int resident, struct decode_
                                   struct decode_plan *pl) {
   struct dkb_err e;
   if (decode_call_load(path, c, &e)) fail_msg("%s: %s", path, e.msg);
-  const int tile = dkb_decode_tile_tokens(c->dtype, c->dk, c->dv, (c->H_q / c->H_kv) * c->C);
-  assert_true(tile > 0);
-  if (inputs_build(c, tile, in, &e)) fail_msg("%s: %s", path, e.msg);
-  struct plan_opts po = {tile, 132, resident};
+  struct plan_opts po = builtin_plan_opts(c, 132, 0);
+  assert_true(po.tile_tokens > 0);
+  po.ctas_per_sm = resident;
+  if (inputs_build(c, po.tile_tokens, in, &e)) fail_msg("%s: %s", path, e.msg);
   if (plan_build(c, in, &po, pl, &e)) fail_msg("%s: %s", path, e.msg);
 }
 
@@ -1120,7 +1122,7 @@ static void gpu_split_k_agrees_with_split_1(void **s) {
 }
 
 /* On the GPU: the d = 128 tensor-core producers run 2 CTAs per SM, the planner's wave model
- * (harness/plan.c plan_wave_ctas) and __launch_bounds__(128, 2). Their register count alone held it:
+ * (dkb_decode_wave_ctas, harness/plan.c) and __launch_bounds__(128, 2). Their register count alone held it:
  * a change that took the unfused one from 175 to 168 registers let 3 share an SM, and forced splits of 512
  * CTAs ran as 1.3 waves, 5-7 % slower (H200; reverted in b34bde8); kTwoPerSmSmem now holds it at launch.
  * This catches a regression in gpu-smoke instead of a bench run. The d = 64 instances' occupancy is
