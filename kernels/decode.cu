@@ -103,12 +103,12 @@ bool pick_rows_f32(int rb, Instance *out) {
   return false;
 }
 
-// Shared memory a d = 128 tensor-core producer asks for: 3 x (80 + 4 static + 1 reserved) KiB exceed an
+// Shared memory a d = 128 tensor-core producer asks for: 3 x (80 + 1 reserved) KiB exceed an
 // H100/H200 SM's 228 KiB, 2 fit, so the planner's 2 CTAs per SM hold whatever registers the code needs.
 constexpr int kTwoPerSmSmem = 80 * 1024;
-// Room past Q every tensor-core producer asks for: an item's page list longer than kPageSmem goes there
-// (2816 ids; 1-key pages of a 2048-key request), not in per-tile register loads (producer_mma). At d = 64
-// 4 CTAs of 51 KiB still share an SM, at d = 256 one of 153 KiB; at d = 128 kTwoPerSmSmem already has it.
+// Room past Q every tensor-core producer asks for: an item's page list goes there (at least 2816 ids; 1-key
+// pages of a 2048-key request), not in per-tile register loads (producer_mma). At d = 64 4 CTAs of 46 KiB
+// still share an SM, at d = 256 one of 148 KiB; at d = 128 kTwoPerSmSmem already has it.
 constexpr int kPageSpare = 11 * 1024;
 static_assert(MmaCfg<128>::SMEM + kPageSpare <= kTwoPerSmSmem, "d = 128 keeps its page room");
 template <typename T, int D, bool EARLY>

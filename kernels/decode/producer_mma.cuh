@@ -133,25 +133,18 @@ __device__ __forceinline__ void producer_mma(const dkb_decode_params &p, const K
 
   __shared__ int64_t ring_t[K::ST];
   __shared__ int ring_c[K::ST];
-  __shared__ int32_t pg_smem[kPageSmem];
   __shared__ int row_flag;  // fused: this CTA is its group's last
   // TMA boxes from thread 0 in the EARLY instances (contiguous and ragged NHD caches: 2-8 boxes a tile),
   // from every warp in the others (paged: up to 32). Issue by more threads measured slower on contiguous
   // caches.
   TilePipe<T, K::NTOK, K::CH, K::NT, EARLY ? 1 : K::NT> pipe;
-  // A page list longer than pg_smem goes in the dynamic shared memory past Q when the launch left room
-  // there (make_mma asks for 11 KiB past it: 2816 page ids). Otherwise each tile's page ids are loaded from
-  // the table as the tile before is computed, and the copy issue waited on them: 1-key pages at B64 T2048
-  // spent 27 % of the stall samples there (docs/kernels.md).
-  int32_t *pg = pg_smem;
-  int pg_cap = kPageSmem;
-  {
-    unsigned dyn;
-    asm("mov.u32 %0, %%dynamic_smem_size;" : "=r"(dyn));
-    const int spare = (int)((smem_raw + dyn - (q_s + K::Q_BYTES)) / 4);
-    if (spare > pg_cap) { pg = reinterpret_cast<int32_t *>(q_s + K::Q_BYTES); pg_cap = spare; }
-  }
-  pipe.init(p, tid, b, h, lo, hi, N, base, q_first, ring_t, ring_c, pg, pg_cap);
+  // The item's page list goes in the dynamic shared memory past Q: make_mma asks for at least 11 KiB there
+  // (2816 page ids); its room is read here from the launch's size. A longer list has each tile's page ids loaded from the table as the tile before is computed, and the copy
+  // issue waited on them: 1-key pages at B64 T2048 spent 27 % of the stall samples there (docs/kernels.md).
+  unsigned dyn;
+  asm("mov.u32 %0, %%dynamic_smem_size;" : "=r"(dyn));
+  const int pg_cap = (int)((smem_raw + dyn - (q_s + K::Q_BYTES)) / 4);
+  pipe.init(p, tid, b, h, lo, hi, N, base, q_first, ring_t, ring_c, reinterpret_cast<int32_t *>(q_s + K::Q_BYTES), pg_cap);
   pipe.use_tma(&maps, bars, K::ST, t_early >= 0);
   __syncthreads();
   // K/V stages: [D_PAD / 64][NTOK][64], each 128-byte row's 16-byte chunks XOR-swizzled by row % 8 (the

@@ -37,10 +37,12 @@ struct TilePipe {
   int64_t j0;
   // cp.async fast path for tiles wholly inside [lo, hi) (the CUDA-core producers, HND caches): per-thread
   // byte addresses and strides, so a copy costs an add (contiguous, ragged) or a shared-memory page id and
-  // a multiply-add (paged, P a power of two). What it measured, and the copy schemes tried against it:
-  // docs/kernels.md, "Tile pipeline".
+  // a multiply-add (paged, P a power of two). Paged, the page strides are 32-bit (pages under 2 GiB, else
+  // the general path), so the offset is one widening IMAD, not a 64 x 64-bit multiply of three. What it
+  // measured, and the copy schemes tried against it: docs/kernels.md, "Tile pipeline".
   const unsigned char *kthr, *vthr;
-  int64_t kstep, vstep, kpage_b, vpage_b;
+  int64_t kstep, vstep;
+  int kpage_b, vpage_b;  // paged and fast: byte strides of one page
   int ksz, vsz, pshift;
   bool fast, pre_on;  // pre_on: paged, the fast path, page ids from pre (the list is not in shared memory)
   int32_t pre[KPT];   // pre_on: the page of each key this thread copies in tile t_pend
@@ -98,11 +100,13 @@ struct TilePipe {
       /* a padded lane keeps a valid source address (chunk 0 of its row) and copies 0 bytes */
       kthr = reinterpret_cast<const unsigned char *>(p.k) + (kbase + (kch ? cc * EPC : 0)) * ES;
       vthr = reinterpret_cast<const unsigned char *>(p.v) + (vbase + (vch ? cc * EPC : 0)) * ES;
-      kstep = kstride * ES; vstep = vstride * ES; kpage_b = kpage * ES; vpage_b = vpage * ES;
+      kstep = kstride * ES; vstep = vstride * ES;
+      const int64_t kpb = kpage * ES, vpb = vpage * ES;  // a row's offset in its page is below these
+      kpage_b = (int)kpb; vpage_b = (int)vpb;
       pshift = -1;
       if (paged && (P & (P - 1)) == 0) pshift = __ffs(P) - 1;
       if (!paged) { kthr += ct0 * kstep; vthr += ct0 * vstep; }
-      fast = hi < (int64_t(1) << 30) && (!paged || pshift >= 0);
+      fast = hi < (int64_t(1) << 30) && (!paged || (pshift >= 0 && kpb <= INT32_MAX && vpb <= INT32_MAX));
       pre_on = fast && paged && !pgs;
     }
     maps = nullptr; bars = nullptr; row0 = base; hh = h;
@@ -187,9 +191,9 @@ struct TilePipe {
 #pragma unroll
         for (int i = 0; i < KPT; i++) {
           const int tt = ct0 + i * (NT / CH), key = key0 + i * (NT / CH), r = key & pm;
-          const int64_t page = pre_on ? pre[i] : pgs[(key >> pshift) - jb];
-          cp_async16(ks + kpos(tt, cc) * 16, kthr + page * kpage_b + r * kstep, ksz);
-          cp_async16(vs + vpos(tt, cc) * 16, vthr + page * vpage_b + r * vstep, vsz);
+          const int page = pre_on ? pre[i] : pgs[(key >> pshift) - jb];
+          cp_async16(ks + kpos(tt, cc) * 16, kthr + ((int64_t)page * kpage_b + r * (int)kstep), ksz);
+          cp_async16(vs + vpos(tt, cc) * 16, vthr + ((int64_t)page * vpage_b + r * (int)vstep), vsz);
         }
       }
     } else if (t < t_end) {  // edge tiles and the general layouts: rare, kept out of line of the hot loop
