@@ -107,7 +107,7 @@ int cmd_validate(int argc, char **argv) {
     struct ladder_opts o = {dirname(dirbuf), source_root};
     json_t *doc = jr_load_file(file, &err);
     const char *schema = json_string_value(json_object_get(doc, "schema"));
-    int traced = schema && !strcmp(schema, TRACE_SCHEMA_ID) && !json_object_get(doc, "record") ?
+    int traced = schema && !strcmp(schema, TRACE_SCHEMA_ID) ?
                  validate_trace(doc, file, o.bundle_dir, require, as_json, rows, &err) : -2;
     if (traced >= 0) {
       traced ? passed++ : failed++;

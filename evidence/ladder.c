@@ -135,7 +135,7 @@ const struct ladder_reason ladder_reasons[] = {
     {"nvtx_range_missing", 5, U, "no NVTX range name for the call"},
     {"external_correlation_missing", 5, U, "no external correlation id joining kernels to the call"},
     {"trace_dropped_records", 5, I, "the profiler dropped records (or did not say), so launch counts may be incomplete"},
-    {"trace_unreadable", 5, I, "the trace artifact is not dkb.trace/v1 JSON lines opening with its meta record"},
+    {"trace_unreadable", 5, I, "the trace artifact is not dkb.trace-records/v1 JSON lines opening with its meta record"},
     {"trace_contradicts_execution", 5, I, "nvtx_range, external_correlation_id, dropped_records or the profiler version differs from the trace artifact's meta record"},
     {"nvtx_range_contradicts_call_key", 5, I, "the NVTX range is not dkb/call/<call_key_sha256>: the trace observed another call"},
     {"profiler_missing", 5, U, "no profiler name and version"},

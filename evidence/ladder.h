@@ -21,6 +21,9 @@
 
 #define LADDER_MAX_LEVEL 6
 #define BUNDLE_SCHEMA_ID "dkb.bundle/v1"
+/* A run bundle's trace artifact (harness/trace.c's JSON lines, schemas/trace-record.schema.json): its
+ * own id, so it is never mistaken for a `dkb trace` bundle (dkb.trace/v1, evidence/trace_ladder.h). */
+#define TRACE_RECORDS_SCHEMA_ID "dkb.trace-records/v1"
 
 enum ladder_kind {
   LADDER_UNMET = 0,            /* required evidence is absent */

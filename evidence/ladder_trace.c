@@ -1,4 +1,4 @@
-/* ladder_trace.c - level 5 against the trace artifact (dkb.trace/v1 JSON lines, harness/trace.c): the
+/* ladder_trace.c - level 5 against the trace artifact (dkb.trace-records/v1 JSON lines, harness/trace.c): the
  * /execution record is a summary of the CUPTI records it holds, so each part is recomputed from them.
  * The range, correlation id, dropped records and profiler version come from the meta record; the kernel
  * records from the kernel records the call launched: those whose launching API call (runtime or driver) began inside the
@@ -166,10 +166,10 @@ void lad_level5_trace(struct lctx *c, const json_t *x, const struct art *tr) {
   if (c->bad || !tr || !tr->have_file) return;
   json_t *recs = lad_art_lines(c, tr);
   const json_t *meta = json_array_get(recs, 0), *schema = json_object_get(meta, "schema");
-  if (!recs || !is_kind(meta, "meta") || !json_is_string(schema) || strcmp(json_string_value(schema), "dkb.trace/v1") ||
+  if (!recs || !is_kind(meta, "meta") || !json_is_string(schema) || strcmp(json_string_value(schema), TRACE_RECORDS_SCHEMA_ID) ||
       !kernels_readable(recs)) {
-    lad_finding(c, "trace_unreadable", "/execution/trace", "artifact '%s' is not dkb.trace/v1 JSON lines opening with its meta record",
-                tr->name);
+    lad_finding(c, "trace_unreadable", "/execution/trace", "artifact '%s' is not %s JSON lines opening with its meta record",
+                tr->name, TRACE_RECORDS_SCHEMA_ID);
     json_decref(recs);
     return;
   }

@@ -3,6 +3,7 @@
  * is freed. The join (external ids, range, per-symbol counts) happens afterwards, in
  * dkb_trace_finalize, on plain data. */
 #include "harness/trace.h"
+#include "evidence/ladder.h" /* TRACE_RECORDS_SCHEMA_ID */
 #include "lib/cjson.h"
 #include "harness/device.h"
 
@@ -326,7 +327,7 @@ int dkb_trace_jsonl(const struct dkb_trace *t, struct dkb_buf *out, struct dkb_e
   size_t ndriver = 0;
   for (size_t i = 0; i < t->napis; i++) ndriver += t->apis[i].driver != 0;
   if (add_line(json_pack("{s:s, s:s, s:s, s:I, s:i, s:I, s:o, s:s, s:{s:I, s:I, s:I, s:I, s:I}}", "record", "meta", "schema",
-                         "dkb.trace/v1", "range_name", t->range_name, "external_id", (json_int_t)t->external_id,
+                         TRACE_RECORDS_SCHEMA_ID, "range_name", t->range_name, "external_id", (json_int_t)t->external_id,
                          "cupti_version", (int)t->cupti_version, "dropped_records", (json_int_t)t->dropped,
                          "nvtx_injection", nvtx_json(t), "origin_ns", origin, "counts", "kernel",
                          (json_int_t)t->nkernels, "marker", (json_int_t)t->nmarkers, "external_correlation",

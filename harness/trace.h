@@ -107,7 +107,7 @@ void dkb_trace_release(struct dkb_trace *t);
 const struct dkb_trace_symbol *dkb_trace_find_symbol(const struct dkb_trace *t, const char *name);
 
 /* The full trace as JSON lines, each a canonical JSON object: one {"record": "meta", "schema":
- * "dkb.trace/v1", ...} line, then every kernel, marker, external_correlation and runtime record.
+ * "dkb.trace-records/v1", ...} line, then every kernel, marker, external_correlation and runtime record.
  * Timestamps are ns relative to "origin_ns" (a string in the meta line: absolute values exceed 2^53). */
 int dkb_trace_jsonl(const struct dkb_trace *t, struct dkb_buf *out, struct dkb_err *err);
 /* The bundle's summary: range, external id, per-symbol launch counts, CUPTI version, dropped records,

@@ -217,7 +217,7 @@ TRACE_ORIGIN = 1796139707659741336
 
 
 def trace_lines(kernels, range_name, dropped=0, outside=()):
-    """A dkb.trace/v1 artifact (harness/trace.c's JSON lines) in which the call launched each kernel record
+    """A dkb.trace-records/v1 artifact (harness/trace.c's JSON lines) in which the call launched each kernel record
     `launches` times inside its NVTX range, with external correlation 1; `outside` are kernel records
     launched before the range opened."""
     recs, apis, ext = [], [], []
@@ -238,7 +238,7 @@ def trace_lines(kernels, range_name, dropped=0, outside=()):
             corr += 1
             t += 20000
     marker = {"record": "marker", "name": range_name, "id": 1, "start_ns": 30000, "end_ns": t + 40000}
-    meta = {"record": "meta", "schema": "dkb.trace/v1", "range_name": range_name, "external_id": 1, "cupti_version": 130001,
+    meta = {"record": "meta", "schema": "dkb.trace-records/v1", "range_name": range_name, "external_id": 1, "cupti_version": 130001,
             "dropped_records": dropped, "nvtx_injection": {"path": "/usr/local/cuda/lib64/libcupti.so.13", "set_by": "dkb"},
             "origin_ns": str(TRACE_ORIGIN),
             "counts": {"kernel": len(recs), "marker": 1, "external_correlation": len(ext), "runtime": len(apis)}}
