@@ -139,8 +139,9 @@ __device__ __forceinline__ void producer_mma(const dkb_decode_params &p, const K
   // caches.
   TilePipe<T, K::NTOK, K::CH, K::NT, EARLY ? 1 : K::NT> pipe;
   // The item's page list goes in the dynamic shared memory past Q: make_mma asks for at least 11 KiB there
-  // (2816 page ids); its room is read here from the launch's size. A longer list has each tile's page ids loaded from the table as the tile before is computed, and the copy
-  // issue waited on them: 1-key pages at B64 T2048 spent 27 % of the stall samples there (docs/kernels.md).
+  // (2816 page ids); its room is read here from the launch's size. A longer list has each tile's page ids
+  // loaded from the table as the tile before is computed, and the copy issue waited on them: 1-key pages
+  // at B64 T2048 spent 27 % of the stall samples there (docs/kernels.md).
   unsigned dyn;
   asm("mov.u32 %0, %%dynamic_smem_size;" : "=r"(dyn));
   const int pg_cap = (int)((smem_raw + dyn - (q_s + K::Q_BYTES)) / 4);
