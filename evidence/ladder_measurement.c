@@ -118,14 +118,15 @@ struct samples {
 };
 
 /* The repeat call's difference from the checked call, recorded only when it did not reproduce it: the
- * same comparison shape as correctness' (element by element, atol 0 and rtol 0), read for its form. */
-static void repeat_difference(struct lctx *c, const json_t *rep, int bitwise_equal) {
+ * same comparison shape as correctness' (element by element, atol 0 and rtol 0), read for its form.
+ * Returns its within_tolerance (0 when absent or malformed). */
+static int repeat_difference(struct lctx *c, const json_t *rep, int bitwise_equal) {
   static const char *const req[] = {"rule", "output", "lse", "within_tolerance", NULL};
   const char *dp = "/measurement/timing/repeat_check/difference";
   const json_t *d = lad_member(c, rep, "/measurement/timing/repeat_check", "difference", JSON_OBJECT);
-  if (!d || lad_keys(c, d, dp, req, NULL)) return;
+  if (!d || lad_keys(c, d, dp, req, NULL)) return 0;
   lad_str(c, d, dp, "rule", 1);
-  lad_member(c, d, dp, "within_tolerance", JSON_TRUE);
+  const json_t *within = lad_member(c, d, dp, "within_tolerance", JSON_TRUE);
   const json_t *o = lad_member(c, d, dp, "output", JSON_OBJECT);
   if (o) level6_cmp(c, o, "/measurement/timing/repeat_check/difference/output", 0, 1);
   const json_t *l = json_object_get(d, "lse");
@@ -135,24 +136,49 @@ static void repeat_difference(struct lctx *c, const json_t *rep, int bitwise_equ
                   jr_type_name(l));
   if (bitwise_equal)
     lad_finding(c, "repeat_difference_contradicts", dp, "a difference is recorded, but output_bitwise_equal is true");
+  return json_is_true(within);
+}
+
+/* The backend record declares a nondeterministic reduction order (launch flag "nondeterministic"). */
+static int declares_nondeterministic(const struct lctx *c) {
+  const json_t *flags = jr_resolve(c->b, "/dispatch/backend/launch_flags");
+  for (size_t i = 0; i < json_array_size(flags); i++) {
+    const char *f = json_string_value(json_array_get(flags, i));
+    if (f && !strcmp(f, "nondeterministic")) return 1;
+  }
+  return 0;
 }
 
 /* Optional: a timed kernel that keeps state between calls (or merges nondeterministically) measured
- * something other than the checked call. */
+ * something other than the checked call. The contract is the backend's: bitwise, unless its record
+ * declares a nondeterministic reduction order, then the repeat call's output within the oracle's
+ * tolerance (article 0x02H, 0x07G). */
 static void timing_repeat_check(struct lctx *c, const json_t *t) {
-  static const char *const req[] = {"rule", "after_samples", "output_bitwise_equal", NULL};
+  static const char *const req[] = {"rule", "contract", "after_samples", "output_bitwise_equal", NULL};
   static const char *const opt[] = {"difference", NULL};
+  static const char *const CONTRACTS[] = {"bitwise", "tolerance", NULL};
   const char *rp = "/measurement/timing/repeat_check";
   const json_t *rep = lad_member(c, t, "/measurement/timing", "repeat_check", JSON_OBJECT);
   if (!rep || lad_keys(c, rep, rp, req, opt)) return;
   long long after = 0;
+  int contract = 0;
   lad_str(c, rep, rp, "rule", 1);
+  LAD_READ(c, jr_enum, rep, rp, "contract", CONTRACTS, &contract);
   LAD_READ(c, jr_int, rep, rp, "after_samples", 0, LLONG_MAX, &after);
   const json_t *eq = lad_member(c, rep, rp, "output_bitwise_equal", JSON_TRUE);
-  if (eq && json_is_false(eq))
+  if (c->bad) return;
+  if (contract != declares_nondeterministic(c))
+    lad_finding(c, "repeat_contract_contradicts_backend", "/measurement/timing/repeat_check/contract",
+                "contract %s, but the backend record %s a nondeterministic reduction order", CONTRACTS[contract],
+                contract ? "does not declare" : "declares");
+  const int within = json_object_get(rep, "difference") ? repeat_difference(c, rep, eq && json_is_true(eq)) : 0;
+  if (eq && json_is_false(eq) && contract == 0)
     lad_finding(c, "timing_output_not_reproduced", "/measurement/timing/repeat_check/output_bitwise_equal",
                 "after %lld timed samples, a call on poisoned outputs did not reproduce the checked output", after);
-  if (json_object_get(rep, "difference")) repeat_difference(c, rep, eq && json_is_true(eq));
+  if (eq && json_is_false(eq) && contract == 1 && !within)
+    lad_finding(c, "timing_output_not_reproduced", "/measurement/timing/repeat_check/difference",
+                "after %lld timed samples, a call on poisoned outputs wrote an output %s the oracle's tolerance", after,
+                json_object_get(rep, "difference") ? "outside" : "not compared with");
 }
 
 /* At least 20 raw samples, every one positive. -1 when the bundle is malformed. */

@@ -36,7 +36,7 @@ int run_evidence_plan_check(const struct dkb_plan *p, int graph, char *why, size
     return snprintf(why, n, "plan lse_base %d, which dkb does not know", (int)p->lse_base), -1;
   if (p->empty_row < DKB_EMPTY_ZERO_NEGINF || p->empty_row > DKB_EMPTY_NAN)
     return snprintf(why, n, "plan empty_row %d, which dkb does not know", (int)p->empty_row), -1;
-  if (p->launch_flags & ~(unsigned)(DKB_LAUNCH_READS_HOST | DKB_LAUNCH_SYNCS))
+  if (p->launch_flags & ~(unsigned)(DKB_LAUNCH_READS_HOST | DKB_LAUNCH_SYNCS | DKB_LAUNCH_NONDETERMINISTIC))
     return snprintf(why, n, "plan launch_flags 0x%x has bits dkb does not know", p->launch_flags), -1;
   if (graph && (p->launch_flags & (DKB_LAUNCH_READS_HOST | DKB_LAUNCH_SYNCS)))
     return snprintf(why, n, "the call is in graph mode, but the launch %s", p->launch_flags & DKB_LAUNCH_SYNCS
@@ -76,6 +76,7 @@ static json_t *backend_json(const struct backend_info *sel, const struct dkb_pla
                                         "match", MATCHES[p->kernels[i].match], "required", p->kernels[i].required != 0));
   if (p->launch_flags & DKB_LAUNCH_READS_HOST) json_array_append_new(flags, json_string("reads_host"));
   if (p->launch_flags & DKB_LAUNCH_SYNCS) json_array_append_new(flags, json_string("syncs"));
+  if (p->launch_flags & DKB_LAUNCH_NONDETERMINISTIC) json_array_append_new(flags, json_string("nondeterministic"));
   json_t *o = json_pack("{s:s,s:s,s:s,s:i,s:o,s:o,s:{s:s,s:s},s:o}", "name", sel->t->name, "version", sel->t->version,
                         "source", sel->lib ? "plugin" : "builtin", "work_items", (int)p->work_items, "workspaces", ws,
                         "kernels", ks, "conventions", "lse_base", LSE_BASES[p->lse_base], "empty_row",
@@ -347,6 +348,28 @@ json_t *run_evidence_repeat_difference(const struct run_check *k, const void *o_
   snprintf(summary, n, "%zu of %zu O elements differ (max |diff| %.3g)%s; the repeat call's output is %s the tolerance",
            co.violations, co.n, co.max_abs, lse_part, within ? "within" : "outside");
   return d;
+}
+
+json_t *run_evidence_repeat_check(const struct run_check *k, const void *o_again, const float *lse_again, size_t o_bytes,
+                                  size_t lse_bytes, size_t after, int *same, int *held, char *summary, size_t n) {
+  const int tolerance = (k->plan->launch_flags & DKB_LAUNCH_NONDETERMINISTIC) != 0;
+  *same = !memcmp(o_again, k->o_gpu, o_bytes) && (!lse_bytes || !memcmp(lse_again, k->lse_gpu, lse_bytes));
+  json_t *rep = json_pack("{s:s,s:s,s:I,s:b}", "rule",
+                          tolerance ? "outputs poisoned, the call run once more after the timed samples, its O and LSE held to "
+                                      "the float64 oracle under the call key's tolerances (the backend declares a "
+                                      "nondeterministic reduction order)"
+                                    : "outputs poisoned, the call run once more after the timed samples, O and LSE compared "
+                                      "bitwise with the checked call",
+                          "contract", tolerance ? "tolerance" : "bitwise", "after_samples", (json_int_t)after,
+                          "output_bitwise_equal", *same);
+  *held = *same;
+  summary[0] = '\0';
+  if (!*same) {
+    json_t *d = run_evidence_repeat_difference(k, o_again, lse_again, summary, n);
+    *held = tolerance && json_is_true(json_object_get(d, "within_tolerance"));
+    json_object_set_new(rep, "difference", d);
+  }
+  return rep;
 }
 
 /* ---- timing and counters ------------------------------------------------------------------------ */

@@ -73,6 +73,12 @@ void run_check_failure_text(const struct run_check_result *r, double atol, doubl
  * order within tolerance reads differently from state kept between calls). summary gets one line. */
 json_t *run_evidence_repeat_difference(const struct run_check *k, const void *o_again, const float *lse_again,
                                        char *summary, size_t n);
+/* /measurement/timing/repeat_check of the call after `after` timed samples (o_again, lse_again: its raw
+ * outputs; o_bytes, lse_bytes: their sizes, lse 0 without LSE). Its contract is the plan's: "bitwise"
+ * (the checked output's bits) unless the plan declares DKB_LAUNCH_NONDETERMINISTIC, then "tolerance"
+ * (the float64 oracle under the call's tolerances). *same: bitwise equal; *held: the contract holds. */
+json_t *run_evidence_repeat_check(const struct run_check *k, const void *o_again, const float *lse_again, size_t o_bytes,
+                                  size_t lse_bytes, size_t after, int *same, int *held, char *summary, size_t n);
 
 /* /measurement/timing from a timing pass (before/after: NVML samples or NULL; nvml_loaded: whether
  * libnvidia-ml.so.1 was found). NULL with err when the samples do not summarize. */

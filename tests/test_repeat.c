@@ -1,7 +1,8 @@
 /* test_repeat.c - what the repeat check records when the call after the timed samples does not reproduce
  * the checked call bit for bit (harness/run_evidence.c, run_evidence_repeat_difference): the elements that
  * differ, counted and measured against the checked call's raw output, and whether the repeat call's output
- * still passes the float64 oracle under the call's tolerances. The checked call here is the oracle's own
+ * still passes the float64 oracle under the call's tolerances; and its verdict under the plan's contract
+ * (run_evidence_repeat_check: bitwise, or the oracle's tolerance for a nondeterministic backend). The checked call here is the oracle's own
  * output stored in the fixture's dtype; the repeat call is a copy with chosen elements moved. */
 #include "tests/util.h"
 
@@ -128,5 +129,48 @@ static void repeat_difference_beyond_tolerance_says_so(void **s) {
   checked_release(&k);
 }
 
+enum { STAY, ONE_STEP, FAR };
+/* The repeat check's verdict under the plan's contract: (flags, how far element 11 moves: not, one rounding
+ * step, far outside atol + rtol * |ref|) -> contract, bitwise equal, held. */
+static void repeat_verdict(unsigned flags, int how, const char *contract, int want_same, int want_held) {
+  struct checked k;
+  checked_call(&k);
+  k.plan.launch_flags = flags;
+  float *lse;
+  void *o = repeat_copy(&k, &lse);
+  const double x = fabs(dkb_load((enum dkb_dtype)k.c.dtype, o, 11));
+  if (how != STAY) move(&k, o, 11, how == FAR ? 1.0 : x * 0.0079 + 1e-6);
+  struct run_check chk = {&k.c, &k.in, &k.plan, k.o_ref, k.lse_ref, k.o, k.lse, NULL, NULL};
+  char summary[256];
+  int same = -1, held = -1;
+  json_t *rep = run_evidence_repeat_check(&chk, o, lse, k.n_o * dkb_dtype_bytes((enum dkb_dtype)k.c.dtype),
+                                          k.rows * sizeof(float), 40, &same, &held, summary, sizeof summary);
+  assert_string_equal(json_string_value(json_object_get(rep, "contract")), contract);
+  assert_int_equal(same, want_same);
+  assert_int_equal(held, want_held);
+  assert_true(json_is_boolean(json_object_get(rep, "output_bitwise_equal")));
+  assert_int_equal(json_is_true(json_object_get(rep, "output_bitwise_equal")), want_same);
+  assert_int_equal(json_object_get(rep, "difference") != NULL, !want_same);  /* a difference only when the bits differ */
+  json_decref(rep);
+  free(o);
+  free(lse);
+  checked_release(&k);
+}
+
+static void a_deterministic_backend_is_held_to_the_checked_bits(void **s) {
+  (void)s;
+  repeat_verdict(0, STAY, "bitwise", 1, 1);
+  repeat_verdict(0, ONE_STEP, "bitwise", 0, 0);  /* within tolerance, and still not reproduced */
+}
+
+static void a_nondeterministic_backend_is_held_to_the_oracle_tolerance(void **s) {
+  (void)s;
+  repeat_verdict(DKB_LAUNCH_NONDETERMINISTIC, STAY, "tolerance", 1, 1);
+  repeat_verdict(DKB_LAUNCH_NONDETERMINISTIC, ONE_STEP, "tolerance", 0, 1);
+  repeat_verdict(DKB_LAUNCH_NONDETERMINISTIC, FAR, "tolerance", 0, 0);
+}
+
 DKB_TEST_GROUP(repeat, cmocka_unit_test(repeat_difference_counts_the_elements_that_differ_within_tolerance),
-               cmocka_unit_test(repeat_difference_beyond_tolerance_says_so))
+               cmocka_unit_test(repeat_difference_beyond_tolerance_says_so),
+               cmocka_unit_test(a_deterministic_backend_is_held_to_the_checked_bits),
+               cmocka_unit_test(a_nondeterministic_backend_is_held_to_the_oracle_tolerance))

@@ -502,7 +502,7 @@ def base_bundle(g, files):
                               "max_samples": 200, "max_rel_stdev": 0.05, "met": True},
                 "l2_flush": False,
                 "repeat_check": {"rule": "outputs poisoned, the call run once more after the timed samples, O and LSE compared bitwise",
-                                 "after_samples": 40, "output_bitwise_equal": True},
+                                 "contract": "bitwise", "after_samples": 40, "output_bitwise_equal": True},
                 "clocks_before": {"sm_mhz": 1980, "mem_mhz": 3201, "throttle_reasons": []},
                 "clocks_after": {"sm_mhz": 1980, "mem_mhz": 3201, "throttle_reasons": []}},
             "counters": [{"name": "dram__bytes_read.sum", "value": 9437184, "unit": "byte",
@@ -696,6 +696,16 @@ REPEAT_DIFFERENCE = {
     "lse": {"n": 32, "violations": 0, "nan": 0, "inf": 0, "max_abs": 0.0, "max_rel": 0.0, "max_ratio": 0.0, "worst_index": 0},
     "within_tolerance": True,
 }
+
+
+def declare_nondeterministic(b, within):
+    """The backend declares a nondeterministic reduction order (launch flag), so its repeat call is held to
+    the oracle's tolerance; the repeat call's bits differ from the checked call's, within it or not."""
+    b["dispatch"]["backend"]["launch_flags"] = ["nondeterministic"]
+    rc = b["measurement"]["timing"]["repeat_check"]
+    rc.update(rule="outputs poisoned, the call run once more after the timed samples, its O and LSE held to the float64 "
+                   "oracle under the call key's tolerances", contract="tolerance", output_bitwise_equal=False,
+              difference=dict(REPEAT_DIFFERENCE, within_tolerance=within))
 
 
 def requirements(g, base, arts):
@@ -1373,6 +1383,25 @@ def requirements(g, base, arts):
     def _(b):
         b["measurement"]["timing"]["repeat_check"]["difference"] = REPEAT_DIFFERENCE
 
+    @req("timing_output_not_reproduced.outside-tolerance", 5,
+         [(6, "timing_output_not_reproduced", "/measurement/timing/repeat_check/difference")],
+         "a backend that declares a nondeterministic reduction order, whose repeat call left the oracle's tolerance")
+    def _(b):
+        declare_nondeterministic(b, False)
+
+    @req("repeat_contract_contradicts_backend", 5,
+         [(6, "repeat_contract_contradicts_backend", "/measurement/timing/repeat_check/contract")],
+         "a tolerance contract for a backend that declares no nondeterministic reduction order")
+    def _(b):
+        declare_nondeterministic(b, True)
+        b["dispatch"]["backend"]["launch_flags"] = []
+
+    @req("repeat_contract_contradicts_backend.bitwise", 5,
+         [(6, "repeat_contract_contradicts_backend", "/measurement/timing/repeat_check/contract")],
+         "a bitwise contract for a backend that declares a nondeterministic reduction order")
+    def _(b):
+        b["dispatch"]["backend"]["launch_flags"] = ["nondeterministic"]
+
     @req("timing_warmup_missing", 5, [(6, "timing_warmup_missing", "/measurement/timing/warmup")], "no warm-up")
     def _(b):
         b["measurement"]["timing"]["warmup"] = 0
@@ -1811,6 +1840,11 @@ def main():
     g.write("synthetic.level6.plugin.bundle.json", plugin, 6, [],
             "complete level-6 bundle of a plugin's backend: its library loaded and identified, its upstream files those "
             "of its package's RECORD, its declared kernels matched by function name, its base-2 LSE converted", "0x0BI")
+    nondet = copy.deepcopy(plugin)
+    declare_nondeterministic(nondet, True)
+    g.write("synthetic.level6.plugin-nondeterministic.bundle.json", nondet, 6, [],
+            "complete level-6 bundle of a plugin's backend that declares a nondeterministic reduction order: its repeat "
+            "call's bits differ from the checked call's, its output is within the oracle's tolerance", "0x07G")
     plugin_requirements(g, base, plugin)
     malformed(g, base)
     with open(os.path.join(out, "manifest.json"), "w") as f:

@@ -169,7 +169,11 @@ enum dkb_empty_row { DKB_EMPTY_ZERO_NEGINF = 1, DKB_EMPTY_ZERO_POSINF = 2, DKB_E
 /* What the launch reads or does beyond enqueueing device work on the given stream. */
 enum dkb_launch_flags {
   DKB_LAUNCH_READS_HOST = 1u,  /* reads host memory that a replay would not refresh: no graph mode */
-  DKB_LAUNCH_SYNCS = 2u        /* synchronizes the stream or device: no graph mode, no stream-holding timing */
+  DKB_LAUNCH_SYNCS = 2u,       /* synchronizes the stream or device: no graph mode, no stream-holding timing */
+  /* its reduction order may differ from call to call (an accuracy contract, article 0x02H, 0x07G): the call
+   * after the timed samples is held to the float64 oracle under the call's tolerances, not to the checked
+   * call's bits. Without it a backend's repeat call must reproduce the checked output bit for bit. */
+  DKB_LAUNCH_NONDETERMINISTIC = 4u
 };
 
 /* A kernel the launch runs, by how CUPTI will name it. */

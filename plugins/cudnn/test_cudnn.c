@@ -617,6 +617,7 @@ static void run_gpu_case(struct gpu_case *g) {
   assert_int_equal(plan.kernels[1].role, DKB_KERNEL_COMBINE);
   assert_int_equal(plan.kernels[1].required, 0);
   assert_int_equal(plan.lse_base, DKB_LSE_NATURAL);
+  assert_int_equal(plan.launch_flags, DKB_LAUNCH_NONDETERMINISTIC);
   void *ws[DKB_MAX_WORKSPACES] = {0};
   for (int i = 0; i < plan.n_workspaces; i++) {
     CU(cudaMalloc(&ws[i], plan.ws[i].bytes ? plan.ws[i].bytes : 1));
