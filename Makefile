@@ -221,12 +221,19 @@ build-asan/carry:
 # deps first (a prerequisite, so even `make -j test` installs before it compiles), then one parallel
 # sub-make; the test runner comes last, so the output ends with cmocka's summary line.
 test: deps
-	@$(SUBMAKE) $(BUILD)/dkb $(BUILD)/dkb_tests $(BUILD)/dkb_failalloc
+	@$(SUBMAKE) $(BUILD)/dkb $(BUILD)/dkb_tests $(BUILD)/dkb_failalloc $(BUILD)/read-patterns
 	@$(BUILD)/dkb_tests
 
 run: deps
 	@$(SUBMAKE) $(BUILD)/dkb
 	$(BUILD)/dkb run fixtures/decode/default.json -o out
+
+# A standalone probe of the GPU's read rate under dkb's access patterns (docs/kernels.md, "Read patterns"):
+# not part of dkb; `make test` compiles it so it keeps building.
+$(BUILD)/read-patterns: tools/read-patterns.cu
+	@mkdir -p $(@D)
+	$(SAY) NVCC $<
+	$(Q)$(NVCC) -O3 -std=c++17 $(GENCODE) -o $@ $<
 
 clean:
 	rm -rf $(BUILD)
