@@ -1,6 +1,7 @@
 /* plugin.cpp - the cuDNN plugin's table (one backend, cudnn_sdpa), its entry point and admission
  * (plugins/cudnn/README.md). Admission tells the truth about sdpa.cpp: one-token decode through the
- * composite SDPA forward of the cuDNN frontend with a padding mask, no split, fp16/bf16 only. */
+ * composite SDPA forward of the cuDNN frontend with a padding mask, fp16/bf16 only, the K/V split the
+ * engine's own (split auto only). */
 #include "plugins/cudnn/plugin.h"
 
 #include <cudnn.h>
@@ -140,13 +141,16 @@ void admit_mask(const struct dkb_call *c, reasons &out) {
     out.add('M', "mask=sliding_window unsupported with sink=%lld (cudnn has no sink keys)", (long long)c->sink);
 }
 
-/* One fused kernel per call: a fixed split is honoured only when it is 1, a chunk only when it spans
- * every request. Graph mode is admitted: launch is cudnnSetStream + execute, all on the stream. */
+/* The engine picks its own K/V split when the plan is built (lean attention: the SDPA kernel's grid x is
+ * the split, lean_reduction_kernel merges it) and the frontend takes no split count and says nothing of
+ * it: on the H200 it split split1-direct's fixed:1 call 8 ways. So no fixed split, S = 1 included, and no
+ * chunk is a promise the plugin can keep: only auto. Graph mode is admitted: launch is cudnnSetStream +
+ * execute, all on the stream. */
 void admit_lifecycle(const struct dkb_call *c, reasons &out) {
-  if (c->split_policy == DKB_ABI_SPLIT_FIXED && c->splits != 1)
-    out.add('C', "split=fixed:%d unsupported (one fused kernel, no split)", c->splits);
-  if (c->split_policy == DKB_ABI_SPLIT_CHUNK && c->chunk < c->max_kv_len)
-    out.add('C', "split=chunk:%lld unsupported (one fused kernel, no split)", (long long)c->chunk);
+  if (c->split_policy == DKB_ABI_SPLIT_FIXED)
+    out.add('C', "split=fixed:%d unsupported (the cudnn engine picks its own K/V split)", c->splits);
+  if (c->split_policy == DKB_ABI_SPLIT_CHUNK)
+    out.add('C', "split=chunk:%lld unsupported (the cudnn engine picks its own K/V split)", (long long)c->chunk);
 }
 
 int cudnn_sdpa_admit(const struct dkb_backend *self, const struct dkb_call *c, struct dkb_reason *r, int cap, int *n) {
@@ -182,7 +186,7 @@ const struct dkb_backend BACKENDS[] = {{
     "cudnn_sdpa",
     built_version().c_str(),
     60,
-    "cuDNN SDPA forward (frontend graph API, composite implementation): one fused kernel, no split",
+    "cuDNN SDPA forward (frontend graph API, composite implementation): the engine picks its K/V split",
     nullptr,
     cudnn_sdpa_admit,
     sdpa_plan,
@@ -191,7 +195,7 @@ const struct dkb_backend BACKENDS[] = {{
     sdpa_release,
     sdpa_last_error,
     "decode, q_len 1, fp16/bf16; contiguous NHD/HND, ragged NHD, paged NHD/HND with power-of-two pages; "
-    "no mask, causal, or a window without sinks; split auto (one kernel, no split); sm_80+, cuDNN 9.10.2+",
+    "no mask, causal, or a window without sinks; split auto only (the engine's own); sm_80+, cuDNN 9.10.2+",
 }};
 
 const struct dkb_plugin PLUGIN = {

@@ -154,13 +154,6 @@ static void admits_what_sdpa_cpp_runs(void **s) {
   c.compute_capability = 80;
   assert_eligible(&c);
   c = base_call();
-  c.split_policy = DKB_ABI_SPLIT_FIXED;
-  c.splits = 1;
-  assert_eligible(&c);
-  c.split_policy = DKB_ABI_SPLIT_CHUNK;
-  c.chunk = 4096; /* one chunk spans the longest request: no split */
-  assert_eligible(&c);
-  c = base_call();
   c.mask_kind = DKB_ABI_MASK_SLIDING_WINDOW;
   c.window = 100; /* a bottom-right band */
   assert_eligible(&c);
@@ -206,9 +199,18 @@ static void set_fixed8(struct dkb_call *c) {
   c->split_policy = DKB_ABI_SPLIT_FIXED;
   c->splits = 8;
 }
+/* one split is a promise too: the engine split split1-direct's fixed:1 call 8 ways on the H200 */
+static void set_fixed1(struct dkb_call *c) {
+  c->split_policy = DKB_ABI_SPLIT_FIXED;
+  c->splits = 1;
+}
 static void set_chunk(struct dkb_call *c) {
   c->split_policy = DKB_ABI_SPLIT_CHUNK;
   c->chunk = 1024;
+}
+static void set_chunk_spanning(struct dkb_call *c) {
+  c->split_policy = DKB_ABI_SPLIT_CHUNK;
+  c->chunk = 4096; /* one chunk spans the longest request */
 }
 
 static const struct refusal REFUSALS[] = {
@@ -227,8 +229,11 @@ static const struct refusal REFUSALS[] = {
      "mask=sliding_window unsupported with sink=4 (cudnn has no sink keys)"},
     {"window 0", set_window0, 'M', "window=0 unsupported"},
     {"flashmask", set_flashmask, 'M', "mask=flashmask unsupported"},
-    {"fixed 8", set_fixed8, 'C', "split=fixed:8 unsupported (one fused kernel, no split)"},
-    {"chunk 1024", set_chunk, 'C', "split=chunk:1024 unsupported (one fused kernel, no split)"},
+    {"fixed 8", set_fixed8, 'C', "split=fixed:8 unsupported (the cudnn engine picks its own K/V split)"},
+    {"fixed 1", set_fixed1, 'C', "split=fixed:1 unsupported (the cudnn engine picks its own K/V split)"},
+    {"chunk 1024", set_chunk, 'C', "split=chunk:1024 unsupported (the cudnn engine picks its own K/V split)"},
+    {"chunk spanning every request", set_chunk_spanning, 'C',
+     "split=chunk:4096 unsupported (the cudnn engine picks its own K/V split)"},
 };
 
 static void refuses_each_factor_with_its_reason(void **s) {
