@@ -206,8 +206,12 @@ static int stage_dispatch(struct run *r, struct dkb_err *err) {
       return STAGE_GRADE;
     }
     if (r->sel->lib) {
+      /* direct: one split and no merge kernel declared; a backend's merge may run at one split (FlashInfer's
+       * graph mode by design, cuDNN whenever its engine splits on its own: its split count is a lower bound) */
+      int merge = 0;
+      for (int k = 0; k < r->plan.n_kernels; k++) merge |= r->plan.kernels[k].role == DKB_KERNEL_COMBINE;
       res->splits = r->plan.splits;
-      res->direct = r->plan.splits == 1;
+      res->direct = r->plan.splits == 1 && !merge;
     }
   }
   if (run_evidence_dispatch(r->bundle, r->o->out_dir, c, r->call_sha, r->ba, r->sel, r->sel ? &r->plan : NULL, err))

@@ -39,7 +39,7 @@ struct run_result {
   double kv_bytes, io_bytes; /* unique K/V payload (visible tiles) and K/V + Q + O bytes */
   double visible_kv_bytes;
   int splits;                /* split count of the plan */
-  int direct;                /* the plan wrote O directly (no combine kernel) */
+  int direct;                /* the plan writes O directly: one split, no combine kernel declared */
   char selected[64];         /* selected backend, "" when none */
   char kernels[512];         /* observed kernel symbols (demangled, short), comma separated */
   long long tiles[3];        /* SKIP, FULL, PARTIAL */

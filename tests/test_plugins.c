@@ -113,6 +113,20 @@ static void a_plugin_whose_admit_or_plan_fails_ends_the_run_with_its_reason(void
   }
 }
 
+/* "direct output" is said of a plugin's plan only when it declares no merge kernel: a backend may run its
+ * merge at one split (FlashInfer's graph mode by design, cuDNN whenever its engine splits on its own). */
+static void a_plugin_plan_that_declares_a_merge_is_not_called_direct(void **s) {
+  (void)s;
+  struct run_result r;
+  run_sh(&r, "/usr/bin/python3 tests/jsontool.py edit fixtures/decode/dk128-dv64.json %s/merge-call.json set /split '{\"policy\": \"auto\"}' && "
+             "for v in ok merge; do build/dkb run %s/merge-call.json -o %s/merge-$v --plugin " TP "$v.so --backend test_backend "
+             "| grep '^  plan '; done",
+         tmp_dir(), tmp_dir(), tmp_dir());
+  assert_string_equal(r.out, "  plan        split 1 (direct output); tiles SKIP 0 FULL 7 PARTIAL 0\n"
+                             "  plan        split 1; tiles SKIP 0 FULL 7 PARTIAL 0\n");
+  run_result_release(&r);
+}
+
 /* A backend's failure in its own words, and the exit code: a CUDA error by what caused it (a faulting
  * kernel: 1, the machine: 4), DKB_BACKEND_ERROR the thing under test (1). */
 static void a_backends_failure_carries_its_last_error_and_exit_code(void **s) {
@@ -228,6 +242,7 @@ static void the_real_plugins_pass_their_cpu_tests(void **s) {
 DKB_TEST_GROUP(plugins, cmocka_unit_test(a_plugin_that_breaks_the_abi_is_refused_naming_the_file_and_the_reason),
                cmocka_unit_test(dkb_backends_lists_every_backend_with_its_identity),
                cmocka_unit_test(a_plugin_whose_admit_or_plan_fails_ends_the_run_with_its_reason),
+               cmocka_unit_test(a_plugin_plan_that_declares_a_merge_is_not_called_direct),
                cmocka_unit_test(a_backends_failure_carries_its_last_error_and_exit_code),
                cmocka_unit_test(gpu_a_failed_launch_reports_the_backends_own_error),
                cmocka_unit_test(the_example_plugin_admits_the_capabilities_it_is_built_for),

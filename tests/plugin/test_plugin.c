@@ -18,6 +18,7 @@
 #define V_BADLSE 7
 #define V_BADJSON 8
 #define V_BADKERNEL 9
+#define V_MERGE 10  /* a valid plan that declares an optional merge kernel at one split */
 #ifndef TEST_PLUGIN_VARIANT
 #define TEST_PLUGIN_VARIANT V_OK
 #endif
@@ -72,6 +73,13 @@ static int plan(const struct dkb_backend *self, const struct dkb_call *call, str
   p->kernels[0].role = DKB_KERNEL_FUSED;
   p->kernels[0].match = TEST_PLUGIN_VARIANT == V_BADKERNEL ? 5 : DKB_MATCH_SYMBOL;
   p->kernels[0].required = 1;
+  if (TEST_PLUGIN_VARIANT == V_MERGE) {  /* a merge that may run at one split, as cuDNN's lean reduction does */
+    p->n_kernels = 2;
+    snprintf(p->kernels[1].name, sizeof p->kernels[1].name, "test_plugin_merge");
+    p->kernels[1].role = DKB_KERNEL_COMBINE;
+    p->kernels[1].match = DKB_MATCH_SYMBOL;
+    p->kernels[1].required = 0;
+  }
   p->lse_base = TEST_PLUGIN_VARIANT == V_BADLSE ? 9 : DKB_LSE_BASE2;
   p->empty_row = DKB_EMPTY_ZERO_NEGINF;
   p->plan_json = TEST_PLUGIN_VARIANT == V_BADJSON ? "not json" : PLAN_JSON;
