@@ -221,16 +221,16 @@ build-asan/carry:
 # deps first (a prerequisite, so even `make -j test` installs before it compiles), then one parallel
 # sub-make; the test runner comes last, so the output ends with cmocka's summary line.
 test: deps
-	@$(SUBMAKE) $(BUILD)/dkb $(BUILD)/dkb_tests $(BUILD)/dkb_failalloc $(BUILD)/read-patterns
+	@$(SUBMAKE) $(BUILD)/dkb $(BUILD)/dkb_tests $(BUILD)/dkb_failalloc $(BUILD)/read-patterns $(BUILD)/read-shapes
 	@$(BUILD)/dkb_tests
 
 run: deps
 	@$(SUBMAKE) $(BUILD)/dkb
 	$(BUILD)/dkb run fixtures/decode/default.json -o out
 
-# A standalone probe of the GPU's read rate under dkb's access patterns (docs/kernels.md, "Read patterns"):
-# not part of dkb; `make test` compiles it so it keeps building.
-$(BUILD)/read-patterns: tools/read-patterns.cu
+# Standalone probes of the GPU's read rate under dkb's access patterns and CTA shapes (docs/kernels.md,
+# "Read patterns", "Read shapes"): not part of dkb; `make test` compiles them so they keep building.
+$(BUILD)/read-patterns $(BUILD)/read-shapes: $(BUILD)/%: tools/%.cu
 	@mkdir -p $(@D)
 	$(SAY) NVCC $<
 	$(Q)$(NVCC) -O3 -std=c++17 $(GENCODE) -o $@ $<
