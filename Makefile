@@ -230,10 +230,15 @@ run: deps
 
 # Standalone probes of the GPU's read rate under dkb's access patterns and CTA shapes (docs/kernels.md,
 # "Read patterns", "Read shapes"): not part of dkb; `make test` compiles them so they keep building.
-$(BUILD)/read-patterns $(BUILD)/read-shapes: $(BUILD)/%: tools/%.cu
+$(BUILD)/read-patterns: tools/read-patterns.cu
 	@mkdir -p $(@D)
 	$(SAY) NVCC $<
 	$(Q)$(NVCC) -O3 -std=c++17 $(GENCODE) -o $@ $<
+# read-shapes times the roofline's own read beside its shapes
+$(BUILD)/read-shapes: tools/read-shapes.cu $(BUILD)/kernels/roofline.cu.o
+	@mkdir -p $(@D)
+	$(SAY) NVCC $<
+	$(Q)$(NVCC) -O3 -std=c++17 $(GENCODE) -I. -o $@ $< $(BUILD)/kernels/roofline.cu.o
 
 clean:
 	rm -rf $(BUILD)

@@ -6,8 +6,9 @@
 // compute per tile, its epilogue). What varies is how the 16384 tiles are dealt to CTAs (one CTA per
 // (request, K/V head) item as dkb's direct plan launches them, equal runs, a global counter, chains of
 // items), the spins, and the order of 16-row pages (contiguous or shuffled through the pool). The
-// roofline's grid-stride read is the reference. Each shape is timed as the mean of 10 back-to-back
-// launches (median of BATCHES batches), so the rows compare with each other, not with dkb bench.
+// roofline's own read (kernels/roofline.cu, linked) is the reference. Each shape is timed as the mean
+// of 10 back-to-back launches (median of BATCHES batches), so the rows compare with each other, not
+// with dkb bench.
 // docs/kernels.md ("Read shapes") has what it measured on the H200.
 // usage: build/read-shapes [BATCHES]   (make build/read-shapes)
 #include <cstdio>
@@ -16,6 +17,8 @@
 #include <algorithm>
 #include <random>
 #include <cuda_runtime.h>
+
+#include "kernels/kernels.h"  // dkb_roofline_read: the roofline's own read, linked from kernels/roofline.cu
 
 constexpr int H = 8, ROWB = H * 128 * 2;  // 2 KiB rows: 8 heads x 128 dims bf16
 constexpr int B = 64, T = 2048, NTOK = 64;  // 64 requests of 2048 keys, 64-key tiles of one head
@@ -143,22 +146,6 @@ __global__ void __launch_bounds__(NT) staged(const Run r) {
   if (a == 1.2345e-37f) r.sink[0] = a;
 }
 
-// the roofline's read (kernels/roofline.cu): grid-stride, 8 loads of 16 bytes in flight per thread
-__global__ void grid_stride(const float4 *src, size_t n, float *sink) {
-  const size_t stride = (size_t)gridDim.x * blockDim.x;
-  size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
-  float acc = 0.f;
-  for (; i + 7 * stride < n; i += 8 * stride) {
-    float4 x[8];
-#pragma unroll
-    for (int j = 0; j < 8; j++) x[j] = __ldcs(src + i + j * stride);
-#pragma unroll
-    for (int j = 0; j < 8; j++) acc += x[j].x + x[j].y + x[j].z + x[j].w;
-  }
-  for (; i < n; i += stride) acc += __ldcs(src + i).x;
-  if (acc == 1.2345e-37f) sink[0] = acc;
-}
-
 struct Shape {
   const char *name;
   void (*fn)(const Run);
@@ -264,7 +251,7 @@ int main(int argc, char **argv) {
         cudaEventRecord(e0);
         for (int l = 0; l < LAUNCHES; l++) {
           if (m < 0) {
-            grid_stride<<<sms * 8, 256>>>((const float4 *)kv, 2 * bytes / 16, sink);
+            dkb_roofline_read(kv, 2 * bytes / 16, sink, 0, nullptr);
             continue;
           }
           const Shape &s = shapes[m];
