@@ -216,11 +216,11 @@ int main(int argc, char **argv) {
   // the page order
   add(sp("items, identity page map", staged<2, ITEM>, false))->pages = 1;
   add(sp("items, shuffled pages", staged<2, ITEM>, false))->pages = 2;
-  for (int hp : {2, 4, 8}) {
-    static char names[3][48];
-    char *n = names[hp / 4];
-    snprintf(n, sizeof names[0], "items of %d heads, shuffled pages", hp);
-    Shape *s = add(sp(n, staged<2, ITEM>, false)); s->hp = hp; s->pages = 2;
+  const struct { int hp; const char *name; } heads[] = {
+      {2, "items of 2 heads, shuffled pages"}, {4, "items of 4 heads, shuffled pages"}, {8, "items of 8 heads, shuffled pages"}};
+  for (const auto &e : heads) {
+    Shape *s = add(sp(e.name, staged<2, ITEM>, false));
+    s->hp = e.hp; s->pages = 2;
   }
   add(sp("items of 8 heads", staged<2, ITEM>, false))->hp = 8;
   add(sp("dynamic tiles, shuffled pages", staged<2, DYNAMIC>, true))->pages = 2;
