@@ -2,7 +2,8 @@
 """Writes the bench fixtures fixtures/bench/*.json: the shapes of the roofline targets (bf16, d=128),
 swept with forced split counts by `dkb bench --matrix fixtures/bench/matrix.json`, and the serving
 batches of fixtures/bench/serving.json (many short requests, a ragged batch of short and long ones, head
-dims 64 and 256, fp16, pages of 1, 16 and 64 keys), each an ordinary dkb.decode/v1 call.
+dims 64 and 256, fp16, pages of 1, 16 and 64 keys) and the sweep of fixtures/bench/ends.json (the same
+bytes as more, shorter requests), each an ordinary dkb.decode/v1 call.
 usage: tools/gen-bench-fixtures.py [OUTDIR]"""
 import json
 import os
@@ -69,6 +70,7 @@ def cases():
     yield fx("b16-t8192-window-all", "A window that hides nothing (window >= T): must cost what the unmasked kernel costs.",
              {"count": 16, "kv_len": 8192}, 32, 8, "paged_nhd", {"kind": "sliding_window", "window": 8192})
     yield from serving()
+    yield from ends()
 
 
 # The ragged serving batch: 60 short requests of 64-2048 keys (awkward lengths, a fixed arithmetic walk)
@@ -99,6 +101,20 @@ def serving():
     for lay, tag in (("ragged_nhd", "packed"), ("paged_nhd", "paged16")):
         yield fx(f"ragged64-long4-{tag}", f"Ragged serving batch: 60 requests of 64-2048 keys and 4 of {LONG[-1]}-{LONG[0]} "
                  f"({sum(RAGGED)} keys, H_q=32, H_kv=8, {sum(RAGGED) * 4096 / 1e6:.0f} MB).", ragged, 32, 8, lay)
+
+
+def ends():
+    """The 537 MB of B=64, T=2048 as more, shorter requests (fixtures/bench/ends.json): B CTAs' ends a slot
+    at the same bytes, GQA 4 and 8, contiguous and 16-key pages. The four shapes the serving matrix
+    already has are its fixtures."""
+    for b in (32, 64, 128, 256, 512):
+        t = 131072 // b
+        for g in (4, 8):
+            for lay, tag in (("contiguous_nhd", "contig"), ("paged_nhd", "paged16")):
+                if (b, g) in ((64, 4), (128, 8)):
+                    continue
+                yield fx(f"b{b}-t{t}-g{g}-{tag}", f"The 537 MB of B=64, T=2048 as B={b}, T={t}, H_q={8 * g}, H_kv=8: "
+                         "ends a slot at the same bytes.", {"count": b, "kv_len": t}, 8 * g, 8, lay)
 
 
 def main():
