@@ -93,6 +93,20 @@ static int plan_wave_ctas(const struct plan_opts *o) {
   return o->ctas_per_sm > 0 && o->ctas_per_sm < built ? o->ctas_per_sm : built;
 }
 
+/* Two K/V heads a producer CTA in a direct plan halve the CTAs each slot runs in turn, and a CTA's ends cost
+ * the call about 0.9 us contiguous and 2.2 us in 16-key pages (docs/performance.md, "What a CTA costs"), so
+ * they are taken wherever the halved grid still fills the device: at least 95 % of one wave's slots, and
+ * no worse a last wave than one head a CTA fills (B32 T4096 at 128 CTAs of 264 slots ran 26 % slower). */
+static int plan_heads(const struct decode_call *c, const struct plan_opts *o, const struct decode_plan *p) {
+  if (!o->hp_ok || !p->direct || p->fused || p->cluster > 1 || c->H_kv % 2) return 1;
+  const int64_t slots = (int64_t)(o->sm_count > 0 ? o->sm_count : 132) * plan_wave_ctas(o);
+  const int64_t one = (int64_t)p->n_items * c->H_kv, two = one / 2;
+  if (two * 100 < slots * 95) return 1;
+  /* filled fraction of the waves, as a ratio: ctas / (waves * slots) */
+  const int64_t w1 = (one + slots - 1) / slots, w2 = (two + slots - 1) / slots;
+  return two * 100 * w1 >= one * 95 * w2 ? 2 : 1;
+}
+
 /* A CTA's fixed cost in tile times: the prologue of dependent loads (item, length, page list, first
  * copy), the warp merge and the state store, and the merge of its slot. Fitted on the H200 (bf16,
  * d = 128): at B4 T4096 a second wave of 4-tile CTAs (split 16, 36.7 us) costs 8 us more than one wave
@@ -289,6 +303,7 @@ int plan_build(const struct decode_call *c, const struct decode_inputs *in, cons
     p->workspace_bytes = rows * per + (p->fused && !p->cluster ? (int64_t)c->B * c->H_kv * 4 : 0);
   }
   order_longest_first(p, p->cluster > 1);
+  p->kv_heads_per_cta = plan_heads(c, o, p);
   return 0;
 }
 
@@ -323,6 +338,7 @@ json_t *plan_json(const struct decode_call *c, const struct decode_plan *p) {
   json_object_set_new(j, "item_table_truncated", json_boolean(shown < p->n_items));
   json_object_set_new(j, "combine", json_string(plan_combine_name(p)));
   json_object_set_new(j, "cluster_ctas", json_integer(p->cluster));
+  json_object_set_new(j, "kv_heads_per_cta", json_integer(p->kv_heads_per_cta));
   json_object_set_new(j, "workspace_memory", json_string(p->direct ? "none" : p->cluster ? "distributed shared memory" : "global"));
   if (c->split_policy == SPLIT_AUTO) {
     char rule[96];

@@ -67,6 +67,7 @@ struct Instance {
   producer_fn fn;
   int nt, smem, ntok;
   producer_fn fused;  // the same producer merging the slots in its last CTA, or null
+  producer_fn fn2;    // the same producer over 2 K/V heads a CTA (d = 128 tensor cores), or null
   bool tma;           // the tensor-core producer: whole tiles of NHD caches through KvMaps
   int wave;           // CTAs per SM the producer is built for (its __launch_bounds__), the planner's wave
 };
@@ -76,7 +77,7 @@ Instance make() {
   using K = Cfg<T, D, R, NT>;
   // Built for no count (__launch_bounds__(NT)): the wave counts 2, as it did for every producer before
   // the d = 64 tensor-core ones were built for 4.
-  return Instance{decode_split_kv_producer<T, D, R, NT>, NT, K::SMEM, K::NTOK, nullptr, false, 2};
+  return Instance{decode_split_kv_producer<T, D, R, NT>, NT, K::SMEM, K::NTOK, nullptr, nullptr, false, 2};
 }
 
 int pad_dim(int d) { return d <= 64 ? 64 : d <= 128 ? 128 : d <= 256 ? 256 : 0; }
@@ -115,7 +116,9 @@ template <typename T, int D, bool EARLY>
 Instance make_mma() {
   using K = MmaCfg<D>;
   constexpr int smem = D == 128 ? kTwoPerSmSmem : K::SMEM + kPageSpare;
-  return Instance{decode_split_kv_producer_mma<T, D, EARLY>, K::NT, smem, K::NTOK, decode_split_kv_fused_mma<T, D, EARLY>, true,
+  producer_fn fn2 = nullptr;
+  if constexpr (D == 128) fn2 = decode_split_kv_producer2_mma<T, D, EARLY>;
+  return Instance{decode_split_kv_producer_mma<T, D, EARLY>, K::NT, smem, K::NTOK, decode_split_kv_fused_mma<T, D, EARLY>, fn2, true,
                   K::MIN_CTAS};
 }
 template <typename T, int D>
@@ -232,6 +235,17 @@ extern "C" int dkb_decode_cluster_ok(int dtype, int dk, int dv, int rows, int sl
          (abi == DKB_ABI_MLU || (abi == DKB_ABI_LSE_O && ws_o_dtype == DKB_KDT_F32));
 }
 
+// Caches whose whole tiles the maps cover: NHD, fp16/bf16, pages of 8 keys or more and a power of two.
+static bool tma_layout(int layout, int page_size, int dtype) {
+  if (!(layout == L_CONTIG_NHD || layout == L_RAGGED_NHD || layout == L_PAGED_NHD) || dtype == DKB_KDT_F32) return false;
+  return layout != L_PAGED_NHD || (page_size >= 8 && !(page_size & (page_size - 1)));
+}
+
+extern "C" int dkb_decode_hp_ok(int dtype, int dk, int dv, int rows, int H_kv, int mask_kind, int layout, int page_size) {
+  Instance in;
+  return pick(dtype, dk, dv, rows, &in) && in.fn2 && H_kv % 2 == 0 && mask_kind != M_FLASHMASK && tma_layout(layout, page_size, dtype);
+}
+
 // CTAs per SM the producer holds; both instantiations (with and without the early first tile,
 // producer_for) are asked, and the smaller count is the answer: the caller knows no layout.
 extern "C" int dkb_decode_occupancy(int dtype, int dk, int dv, int rows) {
@@ -257,6 +271,7 @@ extern "C" int dkb_decode_occupancy(int dtype, int dk, int dv, int rows) {
 // or null when there is none.
 static producer_fn producer_for(const dkb_decode_params &p, Instance *in) {
   if (!pick(p.dtype, p.dk, p.dv, (p.H_q / p.H_kv) * p.C, in, p.layout == L_CONTIG_NHD || p.layout == L_RAGGED_NHD)) return nullptr;
+  if (p.hp > 1) return p.hp == 2 && p.direct && !p.fused && p.H_kv % 2 == 0 && p.mask_kind != M_FLASHMASK ? in->fn2 : nullptr;
   if (!p.fused) return in->fn;
   return p.direct ? nullptr : in->fused;
 }
@@ -268,8 +283,7 @@ static producer_fn producer_for(const dkb_decode_params &p, Instance *in) {
 static void encode_maps(const dkb_decode_params &p, KvMaps *m) {
   memset(m, 0, sizeof *m);
   const bool paged = p.layout == L_PAGED_NHD;
-  if (!(p.layout == L_CONTIG_NHD || p.layout == L_RAGGED_NHD || paged) || p.dtype == DKB_KDT_F32) return;
-  if (paged && (p.page_size < 8 || (p.page_size & (p.page_size - 1)))) return;
+  if (!tma_layout(p.layout, p.page_size, p.dtype)) return;
   static PFN_cuTensorMapEncodeTiled_v12000 enc = nullptr;
   static size_t mem = 0;  // device memory: no cache has more rows than it holds
   static int tried = 0;
@@ -283,7 +297,8 @@ static void encode_maps(const dkb_decode_params &p, KvMaps *m) {
     cudaGetLastError();
   }
   if (!enc) return;
-  const int br = paged && p.page_size < 64 ? p.page_size : 64;
+  int br = paged && p.page_size < 64 ? p.page_size : 64;
+  if (p.hp > 1 && br > 64 / p.hp) br = 64 / p.hp;  // a tile is 64 / hp keys of each head
   const CUtensorMapDataType dt = p.dtype == DKB_KDT_BF16 ? CU_TENSOR_MAP_DATA_TYPE_BFLOAT16 : CU_TENSOR_MAP_DATA_TYPE_FLOAT16;
   for (int kv = 0; kv < 2; kv++) {
     const int d = kv ? p.dv : p.dk;
@@ -316,7 +331,7 @@ extern "C" int dkb_decode_launch(const struct dkb_decode_params *p, void *stream
     // item-major, in the plan's order (longest item first); block indices need no division, which
     // cost the tensor-core producer 16 bytes of spill.
     const unsigned ny = p->n_items < 65535 ? (unsigned)p->n_items : 65535u;
-    dim3 grid((unsigned)p->H_kv, ny, (unsigned)((p->n_items + 65534) / 65535));
+    dim3 grid((unsigned)(p->H_kv / (p->hp > 1 ? p->hp : 1)), ny, (unsigned)((p->n_items + 65534) / 65535));
     if (p->cluster > 1) {
       // a cluster = the S consecutive items (grid y) of one request for one K/V head
       if (!p->fused || p->cluster > kClusterMax || grid.z != 1 || p->n_items % p->cluster) return (int)cudaErrorInvalidValue;

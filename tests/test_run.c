@@ -263,6 +263,36 @@ static void assert_cluster_groups(const struct decode_plan *pl) {
   }
 }
 
+/* A direct plan takes two K/V heads a producer CTA (half the CTAs whose ends each slot pays) wherever the
+ * halved grid still fills 95 % of one wave of 132 SMs x 2 and the tiles of both heads go on TMA; one head
+ * where it would not (B32 T4096: 128 CTAs), where the cache takes cp.async tiles (1-key pages, HND), on
+ * the d = 64 instance and in split plans. The plan says which (kv_heads_per_cta). */
+static void direct_plans_take_two_kv_heads_a_cta_where_the_grid_still_fills_the_device(void **s) {
+  (void)s;
+  struct { const char *path; int heads; } cases[] = {
+      {"fixtures/bench/b64-t2048-g4-contig.json", 2},    {"fixtures/bench/b64-t2048-g4-paged16.json", 2},
+      {"fixtures/bench/b128-t1024-g8-paged16.json", 2},  {"fixtures/bench/b512-t256-g8-contig.json", 2},
+      {"fixtures/bench/b64-t2048-g4-fp16-paged16.json", 2}, {"fixtures/bench/b32-t4096-g4-contig.json", 1},
+      {"fixtures/bench/b64-t2048-g4-paged1.json", 1},    {"fixtures/bench/b64-t2048-g4-hnd.json", 1},
+      {"fixtures/bench/b64-t2048-g4-d64-contig.json", 1}, {"fixtures/bench/b64-t2048-g4-d256-contig.json", 1},
+      {"fixtures/bench/b16-t8192-g4-contig.json", 1},    {"fixtures/decode/split1-direct.json", 1}};
+  for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
+    struct decode_call c;
+    struct decode_inputs in;
+    struct decode_plan pl;
+    plan_fixture(cases[k].path, &c, &in, &pl);
+    if (pl.kv_heads_per_cta != cases[k].heads)
+      fail_msg("%s: %d K/V heads a CTA, want %d (direct %d)", cases[k].path, pl.kv_heads_per_cta, cases[k].heads, pl.direct);
+    if (pl.kv_heads_per_cta == 2) assert_true(pl.direct && !pl.fused);
+    json_t *j = plan_json(&c, &pl);
+    assert_int_equal(json_integer_value(json_object_get(j, "kv_heads_per_cta")), pl.kv_heads_per_cta);
+    json_decref(j);
+    plan_release(&pl);
+    inputs_release(&in);
+    decode_call_release(&c);
+  }
+}
+
 /* A cluster plan launches each request's items as one thread-block cluster of consecutive grid rows, so
  * the plan must keep them together in slot order (rank r = slot r), give every request the cluster's
  * slot count, and hold no global arrival counters; plans the kernel does not cluster (more slots, a bf16
@@ -1312,6 +1342,7 @@ DKB_TEST_GROUP(run, cmocka_unit_test(decode_fixtures_are_schema_valid_and_load),
                cmocka_unit_test(malformed_decode_fixtures_name_pointer_and_reason), cmocka_unit_test(schema_backend_names_have_the_registrys_form),
                cmocka_unit_test(tolerance_ratio_is_the_share_of_the_allowance),
                cmocka_unit_test(plan_items_cover_visible_keys_exactly), cmocka_unit_test(plan_counts_tile_classes_as_counted_by_hand),
+               cmocka_unit_test(direct_plans_take_two_kv_heads_a_cta_where_the_grid_still_fills_the_device),
                cmocka_unit_test(auto_split_minimizes_the_lpt_makespan),
                cmocka_unit_test(auto_split_wave_counts_the_ctas_the_producers_are_built_for),
                cmocka_unit_test(cluster_plans_keep_each_requests_items_together_in_slot_order),

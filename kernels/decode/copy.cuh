@@ -71,30 +71,35 @@ constexpr int kTmaTile = 0x100;  // ring_c flag: the stage's tile arrives on its
 // pages"). Pair i comes from thread (i % warps) * 32 + i / warps: a warp's boxes go out as a loop over
 // its lanes (a box's coordinates sit in uniform registers), and one warp issuing them all held the other
 // warps at the next barrier.
-template <int NTOK, int CH, int LANES = 1, class Row>
+// HP > 1: the tile holds NTOK keys of each of HP K/V heads h, h + 1, ..., head k's rows after head k - 1's
+// in every 64-dim block (HP * NTOK rows a block), the boxes of a page's heads issued together.
+template <int NTOK, int CH, int LANES = 1, int HP = 1, class Row>
 __device__ __forceinline__ void tma_tile(const KvMaps *m, unsigned char *ks, int tile_bytes, int h, Row row, uint64_t *bar,
                                          int lane = 0) {
   // Shifts, not NTOK / br: a runtime division every tile cost the paged loop (ncu: IABS among its stalls).
-  const int br = m->box_rows, halves = CH / 8, pairs = (NTOK >> m->box_shift) * halves;
+  constexpr int BLK = NTOK * HP;  // rows of a 64-dim block
+  const int br = m->box_rows, halves = CH / 8, pairs = (NTOK >> m->box_shift) * halves * HP;
   const int first = (lane & 31) * (LANES / 32) + (lane >> 5);  // LANES > 1: this thread's first pair
   if constexpr (LANES > 1)
     if (first >= pairs) return;
   asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");  // generic accesses of the stage come first
-  if (lane == 0) mbar_expect(bar, 2 * halves * NTOK * 128);  // a box done first leaves tx-count below 0 a while
+  if (lane == 0) mbar_expect(bar, 2 * halves * BLK * 128);  // a box done first leaves tx-count below 0 a while
   if constexpr (LANES == 1) {
     for (int j = 0; j < NTOK; j += br) {
       const int r = row(j);
 #pragma unroll
-      for (int hf = 0; hf < halves; hf++) {
-        tma_box(ks + (hf * NTOK + j) * 128, &m->k, hf * 64, h, r, bar);
-        tma_box(ks + tile_bytes + (hf * NTOK + j) * 128, &m->v, hf * 64, h, r, bar);
-      }
+      for (int hd = 0; hd < HP; hd++)
+#pragma unroll
+        for (int hf = 0; hf < halves; hf++) {
+          tma_box(ks + (hf * BLK + hd * NTOK + j) * 128, &m->k, hf * 64, h + hd, r, bar);
+          tma_box(ks + tile_bytes + (hf * BLK + hd * NTOK + j) * 128, &m->v, hf * 64, h + hd, r, bar);
+        }
     }
   } else {
     for (int i = first; i < pairs; i += LANES) {  // K and V box pairs
-      const int j = i / halves * br, hf = i % halves, r = row(j);
-      tma_box(ks + (hf * NTOK + j) * 128, &m->k, hf * 64, h, r, bar);
-      tma_box(ks + tile_bytes + (hf * NTOK + j) * 128, &m->v, hf * 64, h, r, bar);
+      const int hd = i % HP, ii = i / HP, j = ii / halves * br, hf = ii % halves, r = row(j);
+      tma_box(ks + (hf * BLK + hd * NTOK + j) * 128, &m->k, hf * 64, h + hd, r, bar);
+      tma_box(ks + tile_bytes + (hf * BLK + hd * NTOK + j) * 128, &m->v, hf * 64, h + hd, r, bar);
     }
   }
 }

@@ -73,16 +73,23 @@ template <> __device__ __forceinline__ uint32_t pack2<__half>(float x, float y) 
   return *reinterpret_cast<uint32_t *>(&v);
 }
 
-template <typename T, int D_PAD, bool FUSED, bool EARLY>
+// HP > 1 (direct plans, d = 128, whole tiles on TMA: dkb_decode_hp_ok, plan_heads): a CTA takes HP K/V
+// heads h, h + 1, ... of its item, a tile NTOK / HP keys of each, head k's rows after head k - 1's. Warp w
+// works for head w / (NW / HP) on the stage's rows w * 16 .. + 16 as before, so the MMA code is the same;
+// Q holds HP heads' rows and each head's rows merge its own warps. Half the CTAs pay half the CTAs' ends,
+// which cost a call about 0.9 us each contiguous and 2.2 us paged: 16-key paged calls 1.8-4.9 % faster,
+// contiguous ones the same (docs/kernels.md, "Two K/V heads a CTA").
+template <typename T, int D_PAD, bool FUSED, bool EARLY, int HP = 1>
 __device__ __forceinline__ void producer_mma(const dkb_decode_params &p, const KvMaps &maps) {
   using K = MmaCfg<D_PAD>;
+  constexpr int KT = K::NTOK / HP, WPH = K::NW / HP;  // keys of a head a tile; warps a head
   constexpr int KS = D_PAD / 16;  // 16-wide k steps of q.k and 16-wide n steps of p.V
   extern __shared__ __align__(16) unsigned char smem_raw[];
   // The 128-byte swizzle of the TMA boxes follows shared-memory address bits: stages start 1 KiB aligned
   // (MmaCfg::SMEM has the slack).
   unsigned char *smem = smem_raw + ((1024 - (smem_u32(smem_raw) & 1023)) & 1023);
   unsigned char *stages = smem, *q_s = smem + K::ST * K::STAGE_BYTES;
-  const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5, item = blockIdx.y + blockIdx.z * gridDim.y, h = blockIdx.x;
+  const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5, item = blockIdx.y + blockIdx.z * gridDim.y, h = blockIdx.x * HP;
   if (item >= p.n_items) return;  // the last z slice of a plan with more than 65535 items
   const int b = p.item_b[item];
   const int64_t lo = p.item_lo[item], hi = p.item_hi[item];
@@ -104,31 +111,31 @@ __device__ __forceinline__ void producer_mma(const dkb_decode_params &p, const K
   int c_early = T_SKIP;
   if constexpr (EARLY) {
     if (maps.on && p.mask_kind != M_FLASHMASK && hi < (int64_t(1) << 30)) {
-      const int64_t t0 = lo / K::NTOK, k0 = t0 * K::NTOK;
-      if (k0 >= lo && k0 + K::NTOK <= hi) {
-        c_early = tile_class(p, b, q_first, N, k0, k0 + K::NTOK < N ? k0 + K::NTOK : N, t0);
+      const int64_t t0 = lo / KT, k0 = t0 * KT;
+      if (k0 >= lo && k0 + KT <= hi) {
+        c_early = tile_class(p, b, q_first, N, k0, k0 + KT < N ? k0 + KT : N, t0);
         if (c_early != T_SKIP) t_early = t0;
       }
     }
     if (t_early >= 0 && tid == 0) {
       mbar_init_stages(bars, K::ST);
-      tma_tile<K::NTOK, K::CH>(&maps, stages, K::TILE_BYTES, h, [&](int j) { return (int)(base + t_early * K::NTOK + j); }, bars);
+      tma_tile<KT, K::CH, 1, HP>(&maps, stages, K::TILE_BYTES, h, [&](int j) { return (int)(base + t_early * KT + j); }, bars);
     }
   }
   // Q's loads go out before the prologue and the first TMA tiles, not after them (ncu, B1 T131072: 6 % of
   // the stall samples were Q's shared-memory store waiting on its load): faster on four shapes timed,
   // slower on three (docs/kernels.md, "The prologue").
   // Rows r = j * C + i (query head h * g + j, query i), zero beyond R and beyond dk.
-  constexpr int QN = K::ROWS * K::CH / K::NT;
+  constexpr int QN = HP * K::ROWS * K::CH / K::NT;
   static_assert(K::ROWS * K::CH % K::NT == 0, "whole Q chunks per thread");
   uint4 qv[QN];
 #pragma unroll
   for (int k = 0; k < QN; k++) {
-    const int idx = tid + k * K::NT, r = idx / K::CH, c = idx % K::CH;
+    const int idx = tid + k * K::NT, qr = idx / K::CH, c = idx % K::CH, r = qr % K::ROWS, hq0 = (h + qr / K::ROWS) * g;
     qv[k] = make_uint4(0, 0, 0, 0);
     if (r < R && c * 8 < p.dk)
       qv[k] = *reinterpret_cast<const uint4 *>(reinterpret_cast<const T *>(p.q) +
-                                               (((int64_t)b * C + r % C) * p.H_q + h * g + r / C) * p.dk + c * 8);
+                                               (((int64_t)b * C + r % C) * p.H_q + hq0 + r / C) * p.dk + c * 8);
   }
 
   __shared__ int64_t ring_t[K::ST];
@@ -137,15 +144,15 @@ __device__ __forceinline__ void producer_mma(const dkb_decode_params &p, const K
   // TMA boxes from thread 0 in the EARLY instances (contiguous and ragged NHD caches: 2-8 boxes a tile),
   // from every warp in the others (paged: up to 32). Issue by more threads measured slower on contiguous
   // caches.
-  TilePipe<T, K::NTOK, K::CH, K::NT, EARLY ? 1 : K::NT> pipe;
+  TilePipe<T, KT, K::CH, K::NT, EARLY ? 1 : K::NT, HP> pipe;
   // The item's page list goes in the dynamic shared memory past Q: make_mma asks for at least 11 KiB there
   // (2816 page ids); its room is read here from the launch's size. A longer list has each tile's page ids
   // loaded from the table as the tile before is computed, and the copy issue waited on them: 1-key pages
   // at B64 T2048 spent 27 % of the stall samples there (docs/kernels.md).
   unsigned dyn;
   asm("mov.u32 %0, %%dynamic_smem_size;" : "=r"(dyn));
-  const int pg_cap = (int)((smem_raw + dyn - (q_s + K::Q_BYTES)) / 4);
-  pipe.init(p, tid, b, h, lo, hi, N, base, q_first, ring_t, ring_c, reinterpret_cast<int32_t *>(q_s + K::Q_BYTES), pg_cap);
+  const int pg_cap = (int)((smem_raw + dyn - (q_s + HP * K::Q_BYTES)) / 4);
+  pipe.init(p, tid, b, h, lo, hi, N, base, q_first, ring_t, ring_c, reinterpret_cast<int32_t *>(q_s + HP * K::Q_BYTES), pg_cap);
   pipe.use_tma(&maps, bars, K::ST, t_early >= 0);
   __syncthreads();
   // K/V stages: [D_PAD / 64][NTOK][64], each 128-byte row's 16-byte chunks XOR-swizzled by row % 8 (the
@@ -167,7 +174,7 @@ __device__ __forceinline__ void producer_mma(const dkb_decode_params &p, const K
 #pragma unroll
   for (int n = 0; n < 2 * KS; n++) o[n][0] = o[n][1] = o[n][2] = o[n][3] = 0.f;
   float m0 = -INFINITY, m1 = -INFINITY, l0 = 0.f, l1 = 0.f;  // rows lane/4 and lane/4 + 8
-  const int r0 = lane >> 2, r1 = r0 + 8, kw = warp * 16;
+  const int r0 = lane >> 2, r1 = r0 + 8, kw = warp * 16, qh = warp / WPH * K::ROWS, kk = warp % WPH * 16;  // qh: the head's Q rows; kk: its keys
   const bool rv0 = r0 < R, rv1 = r1 < R;
   int stage = 0;
   unsigned parity = 0;  // bit s: the phase of stage s's mbarrier the next TMA tile there completes
@@ -198,13 +205,13 @@ __device__ __forceinline__ void producer_mma(const dkb_decode_params &p, const K
       uint32_t bf[4], qk[4];
       const int mi = lane >> 3, key = kw + (mi >> 1) * 8 + (lane & 7);
       ldsm_x4(bf, ks + pos(key, k * 2 + (mi & 1)) * 16);
-      ldsm_x4(qk, q_s + qpos((mi & 1) * 8 + (lane & 7), k * 2 + (mi >> 1)) * 16);  // Q re-read: 32 registers fewer
+      ldsm_x4(qk, q_s + qpos(qh + (mi & 1) * 8 + (lane & 7), k * 2 + (mi >> 1)) * 16);  // Q re-read: 32 registers fewer
       mma16816<T>(sc[0], qk, bf[0], bf[1]);
       mma16816<T>(sc[1], qk, bf[2], bf[3]);
     }
     // ---- mask (range, padded rows, mask program) and scale into base 2 ----
     if (partial) {
-      const int64_t kb = t * K::NTOK + kw + (lane & 3) * 2;
+      const int64_t kb = t * KT + kk + (lane & 3) * 2;
 #pragma unroll
       for (int j = 0; j < 2; j++)
 #pragma unroll
@@ -282,18 +289,20 @@ __device__ __forceinline__ void producer_mma(const dkb_decode_params &p, const K
   __syncthreads();
   // ---- merge the warps (0x02B) and write the slot, or the output when the plan is direct ----
   // Each row's frame M, sum L and per-warp factors exp2(m_w - M) once, then only multiply-adds per element.
-  float *red_f = red_l + K::NW * K::ROWS, *row_m = red_f + K::NW * K::ROWS, *row_l = row_m + K::ROWS;
-  if (tid < K::ROWS) {
+  // HP > 1: row_m, row_l of head hd at hd * ROWS; a head's rows merge its own WPH warps.
+  float *red_f = red_l + K::NW * K::ROWS, *row_m = red_f + K::NW * K::ROWS, *row_l = row_m + HP * K::ROWS;
+  if (tid < HP * K::ROWS) {
+    const int w0 = tid / K::ROWS * WPH, r = tid % K::ROWS;
     float M = -INFINITY, L = 0.f;
 #pragma unroll
-    for (int w = 0; w < K::NW; w++) M = fmaxf(M, red_m[w * K::ROWS + tid]);
+    for (int w = w0; w < w0 + WPH; w++) M = fmaxf(M, red_m[w * K::ROWS + r]);
 #pragma unroll
-    for (int w = 0; w < K::NW; w++) {
-      const float mw = red_m[w * K::ROWS + tid];
+    for (int w = w0; w < w0 + WPH; w++) {
+      const float mw = red_m[w * K::ROWS + r];
       /* an empty warp (or row) weighs 0; never form -inf - -inf (0x02C) */
       const float f = mw == -INFINITY ? 0.f : exp2f(mw - M);
-      red_f[w * K::ROWS + tid] = f;
-      L += red_l[w * K::ROWS + tid] * f;
+      red_f[w * K::ROWS + r] = f;
+      L += red_l[w * K::ROWS + r] * f;
     }
     row_m[tid] = M;
     row_l[tid] = L;
@@ -314,16 +323,17 @@ __device__ __forceinline__ void producer_mma(const dkb_decode_params &p, const K
   auto passes = [&](auto sk) {
     constexpr int SK = decltype(sk)::value;
 #pragma unroll 1
-    for (int rp = 0; rp < K::ROWS; rp += RPP) {
-      const int row = rp + tid / LPR;
-      if (row >= R) break;
-      const int j = row / C, i = row % C, hq = h * g + j;
-      const float M = row_m[row], L = row_l[row];
+    for (int rp = 0; rp < HP * K::ROWS; rp += RPP) {
+      const int lr = rp + tid / LPR;  // HP > 1: the rows of head h + hd follow head h + hd - 1's
+      if (lr >= HP * R) break;
+      const int hd = HP == 1 ? 0 : lr / R, row = HP == 1 ? lr : lr % R, w0 = hd * WPH;
+      const int j = row / C, i = row % C, hq = (h + hd) * g + j;
+      const float M = row_m[hd * K::ROWS + row], L = row_l[hd * K::ROWS + row];
       const bool valid = M != -INFINITY;  // the empty identity: O = 0, LSE = -inf, valid = 0
       const int64_t orow = ((int64_t)b * C + i) * p.H_q + hq, srow = ((int64_t)slot * p.H_q + hq) * C + i;
       float u[4] = {0.f, 0.f, 0.f, 0.f};
 #pragma unroll
-      for (int w = 0; w < K::NW; w++) {
+      for (int w = w0; w < w0 + WPH; w++) {
         const float4 v = *reinterpret_cast<const float4 *>(red_o + (w * K::ROWS + row) * K::RS + x);
         const float f = red_f[w * K::ROWS + row];
         u[0] += v.x * f; u[1] += v.y * f; u[2] += v.z * f; u[3] += v.w * f;
@@ -369,6 +379,11 @@ __device__ __forceinline__ void producer_mma(const dkb_decode_params &p, const K
 template <typename T, int D_PAD, bool EARLY>
 __global__ void __launch_bounds__(128, MmaCfg<D_PAD>::MIN_CTAS) decode_split_kv_producer_mma(const dkb_decode_params p, const __grid_constant__ KvMaps maps) {
   producer_mma<T, D_PAD, false, EARLY>(p, maps);
+}
+// The same producer over two K/V heads a CTA (producer_mma HP).
+template <typename T, int D_PAD, bool EARLY>
+__global__ void __launch_bounds__(128, MmaCfg<D_PAD>::MIN_CTAS) decode_split_kv_producer2_mma(const dkb_decode_params p, const __grid_constant__ KvMaps maps) {
+  producer_mma<T, D_PAD, false, EARLY, 2>(p, maps);
 }
 // The same producer whose last CTA per (request, K/V head) also merges that group's slots: one launch.
 template <typename T, int D_PAD, bool EARLY>

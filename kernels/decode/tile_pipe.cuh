@@ -19,15 +19,17 @@ namespace {
 // item take a short path (byte addresses, power-of-two page shift); edge tiles and other page sizes take the
 // general, not unrolled path, which reads the page table directly. A ring in shared memory tells the consumer which tile and class each stage holds
 // (-1: none), and whether it arrives on the stage's mbarrier (kTmaTile).
-template <typename T, int NTOK, int CH, int NT, int TMA = 0>
+// HP > 1: a tile is NTOK keys of each of HP K/V heads h, h + 1, ... (tma_tile's layout: head k's rows after
+// head k - 1's); whole tiles on TMA, the rest on the general path.
+template <typename T, int NTOK, int CH, int NT, int TMA = 0, int HP = 1>
 struct TilePipe {
   static constexpr int EPC = 16 / (int)sizeof(T);
-  static constexpr int KPT = NTOK * CH / NT > 0 ? NTOK * CH / NT : 1;  // keys each thread copies per tile
+  static constexpr int KPT = NTOK * HP * CH / NT > 0 ? NTOK * HP * CH / NT : 1;  // rows each thread copies per tile
   const dkb_decode_params *pp;
   int tid, b;
   int64_t lo, hi, N, q_first, t_end, t_pend;
   bool paged, kch, vch;
-  int64_t kbase, vbase, kstride, vstride, kpage, vpage;
+  int64_t kbase, vbase, kstride, vstride, kpage, vpage, khead, vhead;  // khead, vhead: HP > 1, the next head's offset
   const int32_t *tbl;
   int P, cc, ct0;
   int4 sm0, sm1;
@@ -69,13 +71,13 @@ struct TilePipe {
     case L_CONTIG_NHD:  // base = cache_row * T_cap
     case L_RAGGED_NHD:  // base = indptr[b]
       kbase = (base * Hk + h) * dk; vbase = (base * Hk + h) * dv;
-      kstride = Hk * dk; vstride = Hk * dv; break;
+      kstride = Hk * dk; vstride = Hk * dv; khead = dk; vhead = dv; break;
     case L_CONTIG_HND: kbase = (base * Hk + h) * p.T_cap * dk; vbase = (base * Hk + h) * p.T_cap * dv;  // base = cache_row
-      kstride = dk; vstride = dv; break;
+      kstride = dk; vstride = dv; khead = p.T_cap * dk; vhead = p.T_cap * dv; break;
     case L_PAGED_NHD: kbase = h * dk; vbase = h * dv; kstride = Hk * dk; vstride = Hk * dv;
-      kpage = (int64_t)P * Hk * dk; vpage = (int64_t)P * Hk * dv; break;
+      kpage = (int64_t)P * Hk * dk; vpage = (int64_t)P * Hk * dv; khead = dk; vhead = dv; break;
     default: kbase = h * (int64_t)P * dk; vbase = h * (int64_t)P * dv; kstride = dk; vstride = dv;
-      kpage = Hk * (int64_t)P * dk; vpage = Hk * (int64_t)P * dv; break;
+      kpage = Hk * (int64_t)P * dk; vpage = Hk * (int64_t)P * dv; khead = (int64_t)P * dk; vhead = (int64_t)P * dv; break;
     }
     if (paged) {
       tbl = (p.table == TBL_DENSE ? p.block_table : p.page_indices) + base;
@@ -107,7 +109,7 @@ struct TilePipe {
       if (paged && (P & (P - 1)) == 0) pshift = __ffs(P) - 1;
       if (!paged) { kthr += ct0 * kstep; vthr += ct0 * vstep; }
       fast = hi < (int64_t(1) << 30) && (!paged || (pshift >= 0 && kpb <= INT32_MAX && vpb <= INT32_MAX));
-      pre_on = fast && paged && !pgs;
+      pre_on = HP == 1 && fast && paged && !pgs;
     }
     maps = nullptr; bars = nullptr; row0 = base; hh = h;
     prefetch(t_pend);
@@ -172,11 +174,11 @@ struct TilePipe {
       // [dims / 64][NTOK][64] of MmaCfg. Issued by the first TMA threads; rows must fit the maps' int32
       // coordinates.
       if (tid < TMA)
-        tma_tile<NTOK, CH, TMA>(maps, ks, tile_bytes, hh, [&](int j) {
+        tma_tile<NTOK, CH, TMA, HP>(maps, ks, tile_bytes, hh, [&](int j) {
           const int key = (int)(t * NTOK) + j;  // fast: keys below 2^30
           return paged ? pgs[(key >> pshift) - (int)j0] * P + (key & (P - 1)) : (int)(row0 + key);
         }, bars + s, tid);
-    } else if (t < t_end && fast && t * NTOK >= lo && (t + 1) * NTOK <= hi) {
+    } else if (HP == 1 && t < t_end && fast && t * NTOK >= lo && (t + 1) * NTOK <= hi) {
       unsigned char *vs = ks + tile_bytes;
       if (!paged) {
         const unsigned char *kr = kthr + t * NTOK * kstep, *vr = vthr + t * NTOK * vstep;
@@ -201,8 +203,8 @@ struct TilePipe {
       const T *kp = reinterpret_cast<const T *>(pp->k) + cc * EPC, *vp = reinterpret_cast<const T *>(pp->v) + cc * EPC;
 #pragma unroll 1
       for (int i = 0; i < KPT; i++) {
-        const int tt = ct0 + i * (NT / CH);
-        const int64_t key = t * NTOK + tt;
+        const int tt = ct0 + i * (NT / CH), hd = tt / NTOK;  // HP > 1: row tt is key tt % NTOK of head h + hd
+        const int64_t key = t * NTOK + tt % NTOK;
         const bool in = key >= lo && key < hi;
         int64_t ko, vo;
         if (paged) {
@@ -214,6 +216,7 @@ struct TilePipe {
           ko = kbase + key * kstride;
           vo = vbase + key * vstride;
         }
+        if constexpr (HP > 1) { ko += hd * khead; vo += hd * vhead; }
         cp_async16(ks + kpos(tt, cc) * 16, in && kch ? kp + ko : kp, in && kch ? 16 : 0);
         cp_async16(vs + vpos(tt, cc) * 16, in && vch ? vp + vo : vp, in && vch ? 16 : 0);
       }
