@@ -241,9 +241,13 @@ static bool tma_layout(int layout, int page_size, int dtype) {
   return layout != L_PAGED_NHD || (page_size >= 8 && !(page_size & (page_size - 1)));
 }
 
+// What the two-head producer needs of any call: heads in pairs, and no FlashMask (its summaries are of whole
+// 64-key tiles); the planner (dkb_decode_hp_ok) and the launcher (producer_for) both ask it.
+static bool two_heads_ok(int H_kv, int mask_kind) { return H_kv % 2 == 0 && mask_kind != M_FLASHMASK; }
+
 extern "C" int dkb_decode_hp_ok(int dtype, int dk, int dv, int rows, int H_kv, int mask_kind, int layout, int page_size) {
   Instance in;
-  return pick(dtype, dk, dv, rows, &in) && in.fn2 && H_kv % 2 == 0 && mask_kind != M_FLASHMASK && tma_layout(layout, page_size, dtype);
+  return pick(dtype, dk, dv, rows, &in) && in.fn2 && two_heads_ok(H_kv, mask_kind) && tma_layout(layout, page_size, dtype);
 }
 
 // CTAs per SM the producer holds; both instantiations (with and without the early first tile,
@@ -271,7 +275,7 @@ extern "C" int dkb_decode_occupancy(int dtype, int dk, int dv, int rows) {
 // or null when there is none.
 static producer_fn producer_for(const dkb_decode_params &p, Instance *in) {
   if (!pick(p.dtype, p.dk, p.dv, (p.H_q / p.H_kv) * p.C, in, p.layout == L_CONTIG_NHD || p.layout == L_RAGGED_NHD)) return nullptr;
-  if (p.hp > 1) return p.hp == 2 && p.direct && !p.fused && p.H_kv % 2 == 0 && p.mask_kind != M_FLASHMASK ? in->fn2 : nullptr;
+  if (p.hp > 1) return p.hp == 2 && p.direct && !p.fused && two_heads_ok(p.H_kv, p.mask_kind) ? in->fn2 : nullptr;
   if (!p.fused) return in->fn;
   return p.direct ? nullptr : in->fused;
 }
