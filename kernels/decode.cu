@@ -67,9 +67,11 @@ struct Instance {
   producer_fn fn;
   int nt, smem, ntok;
   producer_fn fused;  // the same producer merging the slots in its last CTA, or null
-  producer_fn fn2;    // the same producer over 2 K/V heads a CTA (d = 128 tensor cores), or null
+  producer_fn fn2;    // the same producer over 2 K/V heads a CTA (the tensor-core ones), or null
   bool tma;           // the tensor-core producer: whole tiles of NHD caches through KvMaps
   int wave;           // CTAs per SM the producer is built for (its __launch_bounds__), the planner's wave
+  int smem2;          // fn2's shared memory with the second head's Q on top, so the page list keeps its room
+  int room2;          // page ids fn2 has room for at smem (producer_for: when it asks for smem2)
 };
 
 template <typename T, int D, int R, int NT>
@@ -77,7 +79,7 @@ Instance make() {
   using K = Cfg<T, D, R, NT>;
   // Built for no count (__launch_bounds__(NT)): the wave counts 2, as it did for every producer before
   // the d = 64 tensor-core ones were built for 4.
-  return Instance{decode_split_kv_producer<T, D, R, NT>, NT, K::SMEM, K::NTOK, nullptr, nullptr, false, 2};
+  return Instance{decode_split_kv_producer<T, D, R, NT>, NT, K::SMEM, K::NTOK, nullptr, nullptr, false, 2, 0, 0};
 }
 
 int pad_dim(int d) { return d <= 64 ? 64 : d <= 128 ? 128 : d <= 256 ? 256 : 0; }
@@ -112,14 +114,18 @@ constexpr int kTwoPerSmSmem = 80 * 1024;
 // still share an SM, at d = 256 one of 148 KiB; at d = 128 kTwoPerSmSmem already has it.
 constexpr int kPageSpare = 11 * 1024;
 static_assert(MmaCfg<128>::SMEM + kPageSpare <= kTwoPerSmSmem, "d = 128 keeps its page room");
+// Two heads a CTA add a second head's Q, 2 KiB (d = 64) to 8 KiB (d = 256), taken from the page list's room:
+// asked for on top (as many CTAs share an SM: 4 of 48 KiB, 2 of 84, 1 of 156) only when an item's list
+// needs it (producer_for). At d = 128 84 KiB moved the SM's carveout and cost 16-key pages at B64 +0.8 /
+// +0.9 %; 80 KiB without room for 2048 ids cost 1-key pages +11.9 % (docs/kernels.md).
 template <typename T, int D, bool EARLY>
 Instance make_mma() {
   using K = MmaCfg<D>;
   constexpr int smem = D == 128 ? kTwoPerSmSmem : K::SMEM + kPageSpare;
-  producer_fn fn2 = nullptr;
-  if constexpr (D == 128) fn2 = decode_split_kv_producer2_mma<T, D, EARLY>;
-  return Instance{decode_split_kv_producer_mma<T, D, EARLY>, K::NT, smem, K::NTOK, decode_split_kv_fused_mma<T, D, EARLY>, fn2, true,
-                  K::MIN_CTAS};
+  static_assert(228 / (smem / 1024 + 1) == 228 / ((smem + K::Q_BYTES) / 1024 + 1), "two heads keep the CTAs per SM");
+  return Instance{decode_split_kv_producer_mma<T, D, EARLY>, K::NT, smem, K::NTOK, decode_split_kv_fused_mma<T, D, EARLY>,
+                  decode_split_kv_producer2_mma<T, D, EARLY>, true, K::MIN_CTAS, smem + K::Q_BYTES,
+                  (smem - K::SMEM - K::Q_BYTES) / 4};
 }
 template <typename T, int D>
 Instance make_mma(bool early) { return early ? make_mma<T, D, true>() : make_mma<T, D, false>(); }
@@ -245,9 +251,13 @@ static bool tma_layout(int layout, int page_size, int dtype) {
 // 64-key tiles); the planner (dkb_decode_hp_ok) and the launcher (producer_for) both ask it.
 static bool two_heads_ok(int H_kv, int mask_kind) { return H_kv % 2 == 0 && mask_kind != M_FLASHMASK; }
 
+// NHD caches whose whole tiles take TMA boxes or the cp.async fast path (pages a power of two: 1-key pages
+// too) for both heads; HND caches, whose fast path would serve both heads as well, were never timed so.
 extern "C" int dkb_decode_hp_ok(int dtype, int dk, int dv, int rows, int H_kv, int mask_kind, int layout, int page_size) {
   Instance in;
-  return pick(dtype, dk, dv, rows, &in) && in.fn2 && two_heads_ok(H_kv, mask_kind) && tma_layout(layout, page_size, dtype);
+  const bool nhd = layout == L_CONTIG_NHD || layout == L_RAGGED_NHD ||
+                   (layout == L_PAGED_NHD && page_size > 0 && !(page_size & (page_size - 1)));
+  return pick(dtype, dk, dv, rows, &in) && in.fn2 && two_heads_ok(H_kv, mask_kind) && nhd;
 }
 
 // CTAs per SM the producer holds; both instantiations (with and without the early first tile,
@@ -272,10 +282,14 @@ extern "C" int dkb_decode_occupancy(int dtype, int dk, int dv, int rows) {
 }
 
 // The producer a launch with these parameters runs (the fused one when the plan merges in the producer),
-// or null when there is none.
+// or null when there is none; in->smem is then what it asks for.
 static producer_fn producer_for(const dkb_decode_params &p, Instance *in) {
   if (!pick(p.dtype, p.dk, p.dv, (p.H_q / p.H_kv) * p.C, in, p.layout == L_CONTIG_NHD || p.layout == L_RAGGED_NHD)) return nullptr;
-  if (p.hp > 1) return p.hp == 2 && p.direct && !p.fused && two_heads_ok(p.H_kv, p.mask_kind) ? in->fn2 : nullptr;
+  if (p.hp > 1) {
+    if (p.hp != 2 || !p.direct || p.fused || !in->fn2 || !two_heads_ok(p.H_kv, p.mask_kind)) return nullptr;
+    if (p.max_item_pages > in->room2) in->smem = in->smem2;
+    return in->fn2;
+  }
   if (!p.fused) return in->fn;
   return p.direct ? nullptr : in->fused;
 }

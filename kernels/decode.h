@@ -43,6 +43,7 @@ struct dkb_decode_params {
   int64_t T_cap;                  /* contiguous: token capacity per cache row */
   const int64_t *indptr;          /* ragged: [B+1] */
   int page_size;                  /* paged: P */
+  int64_t max_item_pages;         /* paged: the most page ids one item spans (the producer's list in shared memory) */
   const int32_t *block_table;     /* paged dense: [cache_rows][table_width], row = cache_batch_idx[b] */
   int table_width;
   const int32_t *page_indptr;     /* paged CSR: [B+1] */

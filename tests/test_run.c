@@ -264,25 +264,30 @@ static void assert_cluster_groups(const struct decode_plan *pl) {
 }
 
 /* A direct plan takes two K/V heads a producer CTA (half the CTAs whose ends each slot pays) wherever the
- * halved grid still fills 95 % of one wave of 132 SMs x 2 and the tiles of both heads go on TMA; one head
- * where it would not (B32 T4096: 128 CTAs), where the cache takes cp.async tiles (1-key pages, HND), on
- * the d = 64 instance and in split plans. The plan says which (kv_heads_per_cta). */
+ * halved grid still fills 95 % of one wave of 132 SMs x the CTAs resident per SM (4 at d = 64, 2 at
+ * d = 128, 1 at d = 256) and both heads' whole tiles take TMA boxes or the cp.async fast path (NHD caches,
+ * 1-key pages too); one head where it would not (B32 T4096: 128 CTAs of 264 slots; d = 256 counted at 2
+ * CTAs an SM), on HND caches and in split plans. The plan says which (kv_heads_per_cta). */
 static void direct_plans_take_two_kv_heads_a_cta_where_the_grid_still_fills_the_device(void **s) {
   (void)s;
-  struct { const char *path; int heads; } cases[] = {
-      {"fixtures/bench/b64-t2048-g4-contig.json", 2},    {"fixtures/bench/b64-t2048-g4-paged16.json", 2},
-      {"fixtures/bench/b128-t1024-g8-paged16.json", 2},  {"fixtures/bench/b512-t256-g8-contig.json", 2},
-      {"fixtures/bench/b64-t2048-g4-fp16-paged16.json", 2}, {"fixtures/bench/b32-t4096-g4-contig.json", 1},
-      {"fixtures/bench/b64-t2048-g4-paged1.json", 1},    {"fixtures/bench/b64-t2048-g4-hnd.json", 1},
-      {"fixtures/bench/b64-t2048-g4-d64-contig.json", 1}, {"fixtures/bench/b64-t2048-g4-d256-contig.json", 1},
-      {"fixtures/bench/b16-t8192-g4-contig.json", 1},    {"fixtures/decode/split1-direct.json", 1}};
+  struct { const char *path; int resident, heads; } cases[] = {
+      {"fixtures/bench/b64-t2048-g4-contig.json", 2, 2},       {"fixtures/bench/b64-t2048-g4-paged16.json", 2, 2},
+      {"fixtures/bench/b128-t1024-g8-paged16.json", 2, 2},     {"fixtures/bench/b512-t256-g8-contig.json", 2, 2},
+      {"fixtures/bench/b64-t2048-g4-fp16-paged16.json", 2, 2}, {"fixtures/bench/b64-t2048-g4-paged1.json", 2, 2},
+      {"fixtures/bench/b64-t2048-g4-d64-contig.json", 4, 2},   {"fixtures/bench/b64-t2048-g4-d64-paged16.json", 4, 2},
+      {"fixtures/bench/b64-t2048-g4-d256-contig.json", 1, 2},  {"fixtures/bench/b64-t2048-g4-d256-paged16.json", 1, 2},
+      {"fixtures/bench/b64-t2048-g4-d256-contig.json", 2, 1},  {"fixtures/bench/b32-t4096-g4-contig.json", 2, 1},
+      {"fixtures/bench/b64-t2048-g4-hnd.json", 2, 1},          {"fixtures/bench/b16-t8192-g4-contig.json", 2, 1},
+      {"fixtures/decode/split1-direct.json", 2, 1},             {"fixtures/decode/two-heads-paged-p1.json", 2, 2},
+      {"fixtures/decode/two-heads-paged-p16-d256-fp16.json", 1, 2}, {"fixtures/decode/two-heads-ragged-d64.json", 4, 2}};
   for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
     struct decode_call c;
     struct decode_inputs in;
     struct decode_plan pl;
-    plan_fixture(cases[k].path, &c, &in, &pl);
+    plan_fixture_resident(cases[k].path, cases[k].resident, &c, &in, &pl);
     if (pl.kv_heads_per_cta != cases[k].heads)
-      fail_msg("%s: %d K/V heads a CTA, want %d (direct %d)", cases[k].path, pl.kv_heads_per_cta, cases[k].heads, pl.direct);
+      fail_msg("%s at %d CTAs an SM: %d K/V heads a CTA, want %d (direct %d)", cases[k].path, cases[k].resident,
+               pl.kv_heads_per_cta, cases[k].heads, pl.direct);
     if (pl.kv_heads_per_cta == 2) assert_true(pl.direct && !pl.fused);
     json_t *j = plan_json(&c, &pl);
     assert_int_equal(json_integer_value(json_object_get(j, "kv_heads_per_cta")), pl.kv_heads_per_cta);

@@ -73,7 +73,7 @@ template <> __device__ __forceinline__ uint32_t pack2<__half>(float x, float y) 
   return *reinterpret_cast<uint32_t *>(&v);
 }
 
-// HP > 1 (direct plans, d = 128, whole tiles on TMA: dkb_decode_hp_ok, plan_heads): a CTA takes HP K/V
+// HP > 1 (direct plans over NHD caches, every head dim: dkb_decode_hp_ok, plan_heads): a CTA takes HP K/V
 // heads h, h + 1, ... of its item, a tile NTOK / HP keys of each, head k's rows after head k - 1's. Warp w
 // works for head w / (NW / HP) on the stage's rows w * 16 .. + 16 as before, so the MMA code is the same;
 // Q holds HP heads' rows and each head's rows merge its own warps. Half the CTAs pay half the CTAs' ends,

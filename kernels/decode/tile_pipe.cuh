@@ -20,7 +20,8 @@ namespace {
 // general, not unrolled path, which reads the page table directly. A ring in shared memory tells the consumer which tile and class each stage holds
 // (-1: none), and whether it arrives on the stage's mbarrier (kTmaTile).
 // HP > 1: a tile is NTOK keys of each of HP K/V heads h, h + 1, ... (tma_tile's layout: head k's rows after
-// head k - 1's); whole tiles on TMA, the rest on the general path.
+// head k - 1's); whole tiles on TMA or the fast path (each head's rows at its byte offset), edges on the
+// general path.
 template <typename T, int NTOK, int CH, int NT, int TMA = 0, int HP = 1>
 struct TilePipe {
   static constexpr int EPC = 16 / (int)sizeof(T);
@@ -45,9 +46,13 @@ struct TilePipe {
   const unsigned char *kthr, *vthr;
   int64_t kstep, vstep;
   int kpage_b, vpage_b;  // paged and fast: byte strides of one page
+  int khead_b, vhead_b;  // HP > 1, fast: byte offsets of the next head (below a page's or a row's stride)
   int ksz, vsz, pshift;
   bool fast, pre_on;  // pre_on: paged, the fast path, page ids from pre (the list is not in shared memory)
-  int32_t pre[KPT];   // pre_on: the page of each key this thread copies in tile t_pend
+  // HP > 1: a thread's KPT rows are KPH keys of each head, the same keys (and pages) in every head.
+  static constexpr int KPH = KPT / HP;
+  static_assert(KPT % HP == 0 && KPH * (NT / CH) == NTOK, "a thread's rows cover each head's keys alike");
+  int32_t pre[KPH];   // pre_on: the page of each key this thread copies in tile t_pend
   const KvMaps *maps;  // TMA: the caches' maps (kernel parameter space) and the stages' barriers
   uint64_t *bars;
   int64_t row0;        // TMA, contiguous and ragged: map row of key 0
@@ -105,11 +110,13 @@ struct TilePipe {
       kstep = kstride * ES; vstep = vstride * ES;
       const int64_t kpb = kpage * ES, vpb = vpage * ES;  // a row's offset in its page is below these
       kpage_b = (int)kpb; vpage_b = (int)vpb;
+      khead_b = (int)(khead * ES); vhead_b = (int)(vhead * ES);
       pshift = -1;
       if (paged && (P & (P - 1)) == 0) pshift = __ffs(P) - 1;
       if (!paged) { kthr += ct0 * kstep; vthr += ct0 * vstep; }
-      fast = hi < (int64_t(1) << 30) && (!paged || (pshift >= 0 && kpb <= INT32_MAX && vpb <= INT32_MAX));
-      pre_on = HP == 1 && fast && paged && !pgs;
+      fast = hi < (int64_t(1) << 30) && (!paged || (pshift >= 0 && kpb <= INT32_MAX && vpb <= INT32_MAX)) &&
+             (HP == 1 || (khead * ES <= INT32_MAX && vhead * ES <= INT32_MAX));
+      pre_on = fast && paged && !pgs;
     }
     maps = nullptr; bars = nullptr; row0 = base; hh = h;
     prefetch(t_pend);
@@ -134,7 +141,7 @@ struct TilePipe {
     if (t >= t_end) return;
     if (pre_on) {
 #pragma unroll
-      for (int i = 0; i < KPT; i++) {
+      for (int i = 0; i < KPH; i++) {
         const int64_t key = t * NTOK + ct0 + i * (NT / CH);
         pre[i] = key >= lo && key < hi ? __ldg(tbl + (key >> pshift)) : 0;
       }
@@ -178,24 +185,26 @@ struct TilePipe {
           const int key = (int)(t * NTOK) + j;  // fast: keys below 2^30
           return paged ? pgs[(key >> pshift) - (int)j0] * P + (key & (P - 1)) : (int)(row0 + key);
         }, bars + s, tid);
-    } else if (HP == 1 && t < t_end && fast && t * NTOK >= lo && (t + 1) * NTOK <= hi) {
+    } else if (t < t_end && fast && t * NTOK >= lo && (t + 1) * NTOK <= hi) {
+      // Row tt = ct0 + i * (NT / CH) is key ki of head hd (both known at compile time: ct0 < NT / CH): the
+      // same per-thread addresses as one head, plus the head's byte offset.
       unsigned char *vs = ks + tile_bytes;
       if (!paged) {
         const unsigned char *kr = kthr + t * NTOK * kstep, *vr = vthr + t * NTOK * vstep;
 #pragma unroll
         for (int i = 0; i < KPT; i++) {
-          const int tt = ct0 + i * (NT / CH);
-          cp_async16(ks + kpos(tt, cc) * 16, kr + i * (NT / CH) * kstep, ksz);
-          cp_async16(vs + vpos(tt, cc) * 16, vr + i * (NT / CH) * vstep, vsz);
+          const int tt = ct0 + i * (NT / CH), hd = i / KPH, ki = i % KPH;
+          cp_async16(ks + kpos(tt, cc) * 16, kr + ki * (NT / CH) * kstep + hd * khead_b, ksz);
+          cp_async16(vs + vpos(tt, cc) * 16, vr + ki * (NT / CH) * vstep + hd * vhead_b, vsz);
         }
       } else {
         const int key0 = (int)(t * NTOK) + ct0, jb = (int)j0, pm = P - 1;
 #pragma unroll
         for (int i = 0; i < KPT; i++) {
-          const int tt = ct0 + i * (NT / CH), key = key0 + i * (NT / CH), r = key & pm;
-          const int page = pre_on ? pre[i] : pgs[(key >> pshift) - jb];
-          cp_async16(ks + kpos(tt, cc) * 16, kthr + ((int64_t)page * kpage_b + r * (int)kstep), ksz);
-          cp_async16(vs + vpos(tt, cc) * 16, vthr + ((int64_t)page * vpage_b + r * (int)vstep), vsz);
+          const int tt = ct0 + i * (NT / CH), hd = i / KPH, ki = i % KPH, key = key0 + ki * (NT / CH), r = key & pm;
+          const int page = pre_on ? pre[ki] : pgs[(key >> pshift) - jb];
+          cp_async16(ks + kpos(tt, cc) * 16, kthr + ((int64_t)page * kpage_b + r * (int)kstep + hd * khead_b), ksz);
+          cp_async16(vs + vpos(tt, cc) * 16, vthr + ((int64_t)page * vpage_b + r * (int)vstep + hd * vhead_b), vsz);
         }
       }
     } else if (t < t_end) {  // edge tiles and the general layouts: rare, kept out of line of the hot loop
