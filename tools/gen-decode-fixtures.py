@@ -127,6 +127,23 @@ def cases():
     yield case("no-lse-fp16-mlu", "LSE not requested; fp16; (m,l,u) workspace.", lens=[3587, 81], dtype="fp16", lse=False)
     yield case("many-items-grid-z", "8200 short requests split 8 ways: 65600 work items, more than one grid dimension "
                "holds (65535), so the producer's grid uses z.", lens=[64], count=8200, hq=4, hkv=1, seed=3)
+    # Direct plans with enough CTAs that the planner gives each two K/V heads (plan_heads): 132 requests of
+    # 1-400 keys, so short items and edge tiles too
+    short = [{"uniform": [1, 400]}]
+    yield case("two-heads-paged-p1", "132 requests of 1-400 keys unsplit in 1-key pages, GQA 4 over 4 K/V heads: 528 CTAs "
+               "of one head, so the planner gives each CTA two heads (264, one wave at d = 128), whose tiles take the "
+               "cp.async fast path and edge tiles the general one.", lens=short, count=132, hq=16, hkv=4,
+               cache={"layout": "paged_nhd", "page_size": 1, "table": "csr"}, mask={"kind": "causal"},
+               split={"policy": "fixed", "splits": 1}, seed=3)
+    yield case("two-heads-paged-p16-d256-fp16", "132 requests of 1-400 keys unsplit in 16-key pages at d = 256, fp16, 2 K/V "
+               "heads: 264 CTAs of one head, one CTA an SM at d = 256, so the planner gives each CTA both heads (132): TMA "
+               "boxes of both heads, edges on cp.async.", lens=short, count=132, d=256, dtype="fp16",
+               cache={"layout": "paged_nhd", "page_size": 16, "table": "csr"}, mask={"kind": "causal"},
+               split={"policy": "fixed", "splits": 1}, seed=4)
+    yield case("two-heads-ragged-d64", "132 packed ragged requests of 1-400 keys unsplit at d = 64, 8 K/V heads: 1056 CTAs "
+               "of one head at 4 an SM, so the planner gives each CTA two heads (528, one wave): the early first tile and "
+               "TMA boxes of both heads.", lens=short, count=132, hq=32, hkv=8, d=64, cache={"layout": "ragged_nhd"},
+               split={"policy": "fixed", "splits": 1}, seed=5)
 
 
 def main():
