@@ -11,6 +11,9 @@ usage: captured_check.py bundles [DIR]        the bundle folders of DIR (default
        captured_check.py clusters DIR         the plan's cluster_ctas and the cluster dims of the producer launches
                                               CUPTI recorded; exit 1 unless each matches the plan ("- NAME" for
                                               another backend than dkb_split_kv, whose plan claims no clusters)
+       captured_check.py heads DIR            the plan's kv_heads_per_cta and the grid x of the producer launches
+                                              CUPTI recorded; exit 1 unless each launch spans H_kv / heads CTAs in x
+                                              and is the two-head producer exactly when the plan takes two heads
        captured_check.py runs [INDEX]         the index's runs, one a line, once its entries and the folders beside
                                               it are the same set and exactly one entry is the baseline; else exit 1
        captured_check.py run NAME [INDEX]     the run's folder and bench.json against its entry; exit 1 with one line
@@ -72,6 +75,24 @@ def clusters(d):
     want = [[1, s, 1]] if s > 1 else [[0, 0, 0], [1, 1, 1]]
     print(s, prod)
     return 0 if prod and all(c in want for c in prod) else 1
+
+
+def heads(d):
+    """A plan of two K/V heads a CTA launched decode_split_kv_producer2_mma over H_kv / 2 CTAs in x, any other
+    dkb_split_kv plan a one-head producer over H_kv."""
+    b = json.load(open(d + "/bundle.json"))
+    dispatch = b["dispatch"]
+    if dispatch["backend"]["name"] != "dkb_split_kv":
+        print("-", dispatch["backend"]["name"])
+        return 0
+    hp = dispatch["plan"].get("kv_heads_per_cta", 1)
+    h_kv = json.load(open(b["fixture"]["path"]))["heads"]["H_kv"]
+    ks = [json.loads(line) for f in glob.glob(d + "/trace.*.jsonl") for line in open(f)]
+    prod = [k for k in ks if k["record"] == "kernel" and
+            ("decode_split_kv_producer" in k["name"] or "decode_split_kv_fused" in k["name"])]
+    print(hp, [k["grid"] for k in prod])
+    ok = all(k["grid"][0] * hp == h_kv and ("decode_split_kv_producer2_mma" in k["name"]) == (hp == 2) for k in prod)
+    return 0 if prod and ok else 1
 
 
 def load_index(path):
@@ -151,7 +172,7 @@ def baseline(path=INDEX):
 
 
 def main():
-    subs = {"bundles": (bundles, 0, 1), "extra-files": (extra_files, 1, 1), "clusters": (clusters, 1, 1),
+    subs = {"bundles": (bundles, 0, 1), "extra-files": (extra_files, 1, 1), "clusters": (clusters, 1, 1), "heads": (heads, 1, 1),
             "runs": (runs, 0, 1), "run": (run, 1, 2), "baseline": (baseline, 0, 1)}
     sub = subs.get(sys.argv[1] if len(sys.argv) > 1 else "")
     if not sub or not sub[1] <= len(sys.argv) - 2 <= sub[2]:

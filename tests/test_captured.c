@@ -193,6 +193,28 @@ static void captured_cluster_plans_were_launched_as_clusters(void **s) {
   names_release(&b);
 }
 
+/* The plan's K/V heads a CTA against what CUPTI saw: a two-head plan launched the two-head producer over
+ * H_kv / 2 CTAs in x, every other dkb_split_kv plan a one-head producer over H_kv; two-heads-paged-p1 is the
+ * captured two-head one (4 K/V heads, 132 requests unsplit). */
+static void captured_two_head_plans_launched_the_two_head_producer(void **s) {
+  (void)s;
+  struct names b;
+  captured_names(&b, "bundles");
+  int two = 0;
+  for (int i = 0; i < b.n; i++) {
+    struct run_result r;
+    run_sh(&r, CHECK " heads " BUNDLES "/%s", b.name[i]);
+    if (r.rc != 0) fail_msg("%s: %s%s", b.name[i], r.out, r.err);
+    if (!strcmp(b.name[i], "two-heads-paged-p1")) {
+      assert_string_equal(r.out, "2 [[2, 132, 1]]\n");
+      two = 1;
+    }
+    run_result_release(&r);
+  }
+  assert_true(two);
+  names_release(&b);
+}
+
 /* Every kept bench run (README's performance figures; what each shows is its index entry's line): its
  * folder holds what dkb bench wrote and agrees with its entry (commit, date, roofline, matrix, --counters
  * and --cold, the cases L2 served: tests/captured_check.py), it is schema-valid, and every figure and
@@ -309,5 +331,6 @@ DKB_TEST_GROUP(captured, cmocka_unit_test(captured_bench_runs_agree_with_the_ind
                cmocka_unit_test(captured_counters_run_recomputes_its_dram_ratios), cmocka_unit_test(captured_bundles_validate_at_level_6),
                cmocka_unit_test(captured_bundle_folders_hold_only_what_their_bundles_name), cmocka_unit_test(mutated_captured_bundles_fail),
                cmocka_unit_test(captured_cluster_plans_were_launched_as_clusters),
+               cmocka_unit_test(captured_two_head_plans_launched_the_two_head_producer),
                cmocka_unit_test(a_launch_failed_after_a_passed_check_stands_at_level_5),
                cmocka_unit_test(captured_trace_runs_validate_with_their_findings))
