@@ -116,8 +116,8 @@ constexpr int kPageSpare = 11 * 1024;
 static_assert(MmaCfg<128>::SMEM + kPageSpare <= kTwoPerSmSmem, "d = 128 keeps its page room");
 // Two heads a CTA add a second head's Q, 2 KiB (d = 64) to 8 KiB (d = 256), taken from the page list's room:
 // asked for on top (as many CTAs share an SM: 4 of 48 KiB, 2 of 84, 1 of 156) only when an item's list
-// needs it (producer_for). At d = 128 84 KiB moved the SM's carveout and cost 16-key pages at B64 +0.8 /
-// +0.9 %; 80 KiB without room for 2048 ids cost 1-key pages +11.9 % (docs/kernels.md).
+// needs it (producer_for). At d = 128 84 KiB (past the 164 KiB carveout step that 2 x 81 fit) cost 16-key
+// pages at B64 +0.8 / +0.9 %; 80 KiB without room for 2048 ids cost 1-key pages +11.9 % (docs/kernels.md).
 template <typename T, int D, bool EARLY>
 Instance make_mma() {
   using K = MmaCfg<D>;
