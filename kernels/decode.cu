@@ -241,23 +241,26 @@ extern "C" int dkb_decode_cluster_ok(int dtype, int dk, int dv, int rows, int sl
          (abi == DKB_ABI_MLU || (abi == DKB_ABI_LSE_O && ws_o_dtype == DKB_KDT_F32));
 }
 
-// Caches whose whole tiles the maps cover: NHD, fp16/bf16, pages of 8 keys or more and a power of two.
+// NHD caches whose pages, if any, are a power of two: their whole tiles take the fast copy paths.
+static bool nhd_pow2(int layout, int page_size) {
+  return layout == L_CONTIG_NHD || layout == L_RAGGED_NHD ||
+         (layout == L_PAGED_NHD && page_size > 0 && !(page_size & (page_size - 1)));
+}
+
+// Caches whose whole tiles the maps cover: those, fp16/bf16, pages of 8 keys or more.
 static bool tma_layout(int layout, int page_size, int dtype) {
-  if (!(layout == L_CONTIG_NHD || layout == L_RAGGED_NHD || layout == L_PAGED_NHD) || dtype == DKB_KDT_F32) return false;
-  return layout != L_PAGED_NHD || (page_size >= 8 && !(page_size & (page_size - 1)));
+  return nhd_pow2(layout, page_size) && dtype != DKB_KDT_F32 && (layout != L_PAGED_NHD || page_size >= 8);
 }
 
 // What the two-head producer needs of any call: heads in pairs, and no FlashMask (its summaries are of whole
 // 64-key tiles); the planner (dkb_decode_hp_ok) and the launcher (producer_for) both ask it.
 static bool two_heads_ok(int H_kv, int mask_kind) { return H_kv % 2 == 0 && mask_kind != M_FLASHMASK; }
 
-// NHD caches whose whole tiles take TMA boxes or the cp.async fast path (pages a power of two: 1-key pages
-// too) for both heads; HND caches, whose fast path would serve both heads as well, were never timed so.
+// Whole tiles of both heads take TMA boxes or the cp.async fast path (1-key pages too); HND caches, whose fast
+// path would serve both heads as well, were never timed so.
 extern "C" int dkb_decode_hp_ok(int dtype, int dk, int dv, int rows, int H_kv, int mask_kind, int layout, int page_size) {
   Instance in;
-  const bool nhd = layout == L_CONTIG_NHD || layout == L_RAGGED_NHD ||
-                   (layout == L_PAGED_NHD && page_size > 0 && !(page_size & (page_size - 1)));
-  return pick(dtype, dk, dv, rows, &in) && in.fn2 && two_heads_ok(H_kv, mask_kind) && nhd;
+  return pick(dtype, dk, dv, rows, &in) && in.fn2 && two_heads_ok(H_kv, mask_kind) && nhd_pow2(layout, page_size);
 }
 
 // CTAs per SM the producer holds; both instantiations (with and without the early first tile,

@@ -107,9 +107,9 @@ int dkb_decode_fused_ok(int dtype, int dk, int dv, int rows, int max_slots);
  * kernels/decode/merge.cuh kClusterMax) and a workspace ABI whose fields are fp32 (MLU, or LSE_O with fp32 O), so
  * the states the cluster merges are the ABI's. */
 int dkb_decode_cluster_ok(int dtype, int dk, int dv, int rows, int slots, int abi, int ws_o_dtype);
-/* Whether a direct plan may take 2 K/V heads a producer CTA (struct dkb_decode_params hp): the d = 128 tensor-core
- * instance, H_kv even, no FlashMask (its summaries are of whole 64-key tiles), and a cache whose whole tiles go
- * on TMA (NHD, pages of 8 keys or more): the other tiles of 2 heads take the general copy path. */
+/* Whether a direct plan may take 2 K/V heads a producer CTA (struct dkb_decode_params hp): a tensor-core
+ * instance (fp16/bf16, any head dim), H_kv even, no FlashMask (its summaries are of whole 64-key tiles), and an
+ * NHD cache whose pages, if any, are a power of two (whole tiles of both heads on TMA or the cp.async fast path). */
 int dkb_decode_hp_ok(int dtype, int dk, int dv, int rows, int H_kv, int mask_kind, int layout, int page_size);
 /* Launches the producer (and the combine kernel unless direct or fused). 0 or a cudaError_t value. */
 int dkb_decode_launch(const struct dkb_decode_params *p, void *stream);
