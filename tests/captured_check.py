@@ -61,6 +61,13 @@ def extra_files(d):
     return 1 if extra else 0
 
 
+def producer_launches(d):
+    """The CUPTI kernel records of bundle folder d's producer launches (dkb's split-KV producers)."""
+    ks = [json.loads(line) for f in glob.glob(d + "/trace.*.jsonl") for line in open(f)]
+    return [k for k in ks if k["record"] == "kernel" and
+            ("decode_split_kv_producer" in k["name"] or "decode_split_kv_fused" in k["name"])]
+
+
 def clusters(d):
     """A cluster plan's producer launched with cluster dims [1, cluster_ctas, 1], every other producer
     without a cluster (CUPTI 13 on the H200 reports [0, 0, 0] for those)."""
@@ -69,9 +76,7 @@ def clusters(d):
         print("-", dispatch["backend"]["name"])
         return 0
     s = dispatch["plan"]["cluster_ctas"]
-    ks = [json.loads(line) for f in glob.glob(d + "/trace.*.jsonl") for line in open(f)]
-    prod = [k["cluster"] for k in ks if k["record"] == "kernel" and
-            ("decode_split_kv_producer" in k["name"] or "decode_split_kv_fused" in k["name"])]
+    prod = [k["cluster"] for k in producer_launches(d)]
     want = [[1, s, 1]] if s > 1 else [[0, 0, 0], [1, 1, 1]]
     print(s, prod)
     return 0 if prod and all(c in want for c in prod) else 1
@@ -87,9 +92,7 @@ def heads(d):
         return 0
     hp = dispatch["plan"].get("kv_heads_per_cta", 1)
     h_kv = json.load(open(b["fixture"]["path"]))["heads"]["H_kv"]
-    ks = [json.loads(line) for f in glob.glob(d + "/trace.*.jsonl") for line in open(f)]
-    prod = [k for k in ks if k["record"] == "kernel" and
-            ("decode_split_kv_producer" in k["name"] or "decode_split_kv_fused" in k["name"])]
+    prod = producer_launches(d)
     print(hp, [k["grid"] for k in prod])
     ok = all(k["grid"][0] * hp == h_kv and ("decode_split_kv_producer2_mma" in k["name"]) == (hp == 2) for k in prod)
     return 0 if prod and ok else 1

@@ -171,26 +171,31 @@ static void a_launch_failed_after_a_passed_check_stands_at_level_5(void **s) {
   }
 }
 
+/* captured_check.py SUB over every captured bundle folder passes, and the folder named prints want. */
+static void every_bundle_passes(const char *sub, const char *name, const char *want) {
+  struct names b;
+  captured_names(&b, "bundles");
+  int seen = 0;
+  for (int i = 0; i < b.n; i++) {
+    struct run_result r;
+    run_sh(&r, CHECK " %s " BUNDLES "/%s", sub, b.name[i]);
+    if (r.rc != 0) fail_msg("%s: %s%s", b.name[i], r.out, r.err);
+    if (!strcmp(b.name[i], name)) {
+      assert_string_equal(r.out, want);
+      seen = 1;
+    }
+    run_result_release(&r);
+  }
+  assert_true(seen);
+  names_release(&b);
+}
+
 /* The plan's merge claim against what CUPTI saw: a cluster plan's producer launched with cluster dims
  * [1, cluster_ctas, 1], every other captured producer without a cluster (CUPTI 13 on the H200 reports
  * [0, 0, 0] for those). */
 static void captured_cluster_plans_were_launched_as_clusters(void **s) {
   (void)s;
-  struct names b;
-  captured_names(&b, "bundles");
-  int cluster = 0;
-  for (int i = 0; i < b.n; i++) {
-    struct run_result r;
-    run_sh(&r, CHECK " clusters " BUNDLES "/%s", b.name[i]);
-    if (r.rc != 0) fail_msg("%s: %s%s", b.name[i], r.out, r.err);
-    if (!strcmp(b.name[i], "cluster-lse-o-fp32-sq2")) {
-      assert_string_equal(r.out, "2 [[1, 2, 1]]\n");
-      cluster = 1;
-    }
-    run_result_release(&r);
-  }
-  assert_true(cluster);
-  names_release(&b);
+  every_bundle_passes("clusters", "cluster-lse-o-fp32-sq2", "2 [[1, 2, 1]]\n");
 }
 
 /* The plan's K/V heads a CTA against what CUPTI saw: a two-head plan launched the two-head producer over
@@ -198,21 +203,7 @@ static void captured_cluster_plans_were_launched_as_clusters(void **s) {
  * captured two-head one (4 K/V heads, 132 requests unsplit). */
 static void captured_two_head_plans_launched_the_two_head_producer(void **s) {
   (void)s;
-  struct names b;
-  captured_names(&b, "bundles");
-  int two = 0;
-  for (int i = 0; i < b.n; i++) {
-    struct run_result r;
-    run_sh(&r, CHECK " heads " BUNDLES "/%s", b.name[i]);
-    if (r.rc != 0) fail_msg("%s: %s%s", b.name[i], r.out, r.err);
-    if (!strcmp(b.name[i], "two-heads-paged-p1")) {
-      assert_string_equal(r.out, "2 [[2, 132, 1]]\n");
-      two = 1;
-    }
-    run_result_release(&r);
-  }
-  assert_true(two);
-  names_release(&b);
+  every_bundle_passes("heads", "two-heads-paged-p1", "2 [[2, 132, 1]]\n");
 }
 
 /* Every kept bench run (README's performance figures; what each shows is its index entry's line): its

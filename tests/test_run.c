@@ -128,6 +128,13 @@ static void malformed_decode_fixtures_name_pointer_and_reason(void **s) {
   }
 }
 
+/* Releases a planned fixture: its plan, inputs and call. */
+static void release_planned(struct decode_call *c, struct decode_inputs *in, struct decode_plan *pl) {
+  plan_release(pl);
+  inputs_release(in);
+  decode_call_release(c);
+}
+
 /* Items of every request are disjoint, cover exactly its visible (non-SKIP) keys, and no item holds
  * only SKIP tiles unless the request has fewer visible tiles than splits (issue 9). */
 static void plan_items_cover_visible_keys_exactly(void **s) {
@@ -182,9 +189,7 @@ static void plan_items_cover_visible_keys_exactly(void **s) {
       if (pl.tiles[k] != classes[k])
         fail_msg("%s: the plan counts %lld %s tiles, its tiles hold %lld", fx[f], (long long)pl.tiles[k],
                  tile_class_name((enum tile_class)k), (long long)classes[k]);
-    plan_release(&pl);
-    inputs_release(&in);
-    decode_call_release(&c);
+    release_planned(&c, &in, &pl);
   }
 }
 
@@ -220,9 +225,7 @@ static void plan_counts_tile_classes_as_counted_by_hand(void **s) {
   assert_int_equal(pl.tiles[TILE_SKIP], 61 + 53 + 1);
   assert_int_equal(pl.tiles[TILE_FULL], 1 + 2 + 2 + 2 + 1);
   assert_int_equal(pl.tiles[TILE_PARTIAL], 2 + 2 + 2);
-  plan_release(&pl);
-  inputs_release(&in);
-  decode_call_release(&c);
+  release_planned(&c, &in, &pl);
 }
 
 /* The auto split's wave counts the CTAs per SM the tensor-core producers are built for: 4 at d = 64 and
@@ -244,9 +247,7 @@ static void auto_split_wave_counts_the_ctas_the_producers_are_built_for(void **s
     plan_fixture_resident(cases[i].fx, cases[i].resident, &c, &in, &pl);
     if (pl.heuristic_sms != cases[i].want)
       fail_msg("%s, %d resident: the wave counts %d CTAs, want %d", cases[i].fx, cases[i].resident, pl.heuristic_sms, cases[i].want);
-    plan_release(&pl);
-    inputs_release(&in);
-    decode_call_release(&c);
+    release_planned(&c, &in, &pl);
   }
 }
 
@@ -292,9 +293,7 @@ static void direct_plans_take_two_kv_heads_a_cta_where_the_grid_still_fills_the_
     json_t *j = plan_json(&c, &pl);
     assert_int_equal(json_integer_value(json_object_get(j, "kv_heads_per_cta")), pl.kv_heads_per_cta);
     json_decref(j);
-    plan_release(&pl);
-    inputs_release(&in);
-    decode_call_release(&c);
+    release_planned(&c, &in, &pl);
   }
 }
 
@@ -326,9 +325,7 @@ static void cluster_plans_keep_each_requests_items_together_in_slot_order(void *
       const int64_t per = c.abi == DKB_ABI_MLU ? (int64_t)c.dv * 4 + 9 : (int64_t)c.dv * 4 + 5;
       assert_int_equal(pl.workspace_bytes, (int64_t)pl.total_slots * c.H_q * c.C * per);
     }
-    plan_release(&pl);
-    inputs_release(&in);
-    decode_call_release(&c);
+    release_planned(&c, &in, &pl);
   }
   /* Two requests of 901 keys: items of 451 and 450 keys, which longest-first alone would interleave
    * across the requests. The same plan with a bf16 O workspace, or with one request of one slot: not
@@ -355,9 +352,7 @@ static void cluster_plans_keep_each_requests_items_together_in_slot_order(void *
     if (pl.fused != v[k].fused || pl.cluster != v[k].cluster)
       fail_msg("case %zu: fused %d cluster %d, want %d %d", k, pl.fused, pl.cluster, v[k].fused, v[k].cluster);
     if (pl.cluster) assert_cluster_groups(&pl);
-    plan_release(&pl);
-    inputs_release(&in);
-    decode_call_release(&c);
+    release_planned(&c, &in, &pl);
   }
   /* d_v = 256: fused_combine gives a lane four of a row's 128 dims, so neither the fused nor the cluster
    * merge (which shares its test) is planned, and the combine kernel merges; on the H200 a fused d = 256
@@ -374,9 +369,7 @@ static void cluster_plans_keep_each_requests_items_together_in_slot_order(void *
     plan_fixture(k ? tmp_file("d256-plan.json", doc) : "fixtures/decode/paged-hnd-p256-d256.json", &c, &in, &pl);
     if (pl.direct || pl.fused || pl.cluster)
       fail_msg("d = 256 case %d: direct %d fused %d cluster %d, want a combine kernel plan", k, pl.direct, pl.fused, pl.cluster);
-    plan_release(&pl);
-    inputs_release(&in);
-    decode_call_release(&c);
+    release_planned(&c, &in, &pl);
   }
 }
 
@@ -417,9 +410,7 @@ static void auto_split_minimizes_the_lpt_makespan(void **s) {
   for (int b = 0; b < 32; b++) assert_int_equal(c.kv_len[b], lens[b]);
   assert_int_equal(dkb_decode_tile_tokens(c.dtype, c.dk, c.dv, (c.H_q / c.H_kv) * c.C), 64);
   assert_int_equal(pl.splits, 6);
-  plan_release(&pl);
-  inputs_release(&in);
-  decode_call_release(&c);
+  release_planned(&c, &in, &pl);
   /* bad arguments */
   assert_int_equal(plan_auto_splits(tiles, 0, 8, 264, 8), -1);
   assert_int_equal(plan_auto_splits(tiles, 4, 8, 0, 8), -1);
