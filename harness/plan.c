@@ -83,7 +83,7 @@ static void cut(struct builder *bl, int b, const struct range *r, int nr, int64_
 }
 
 /* The CTAs per SM the wave counts: as many as the producer is built for (plan_opts.wave_ctas, its
- * __launch_bounds__), and fewer where fewer are resident (plan_opts.ctas_per_sm). Where more are resident
+ * __launch_bounds__ or its shared memory's bound), and fewer where fewer are resident (plan_opts.ctas_per_sm). Where more are resident
  * than the build is for, splitting the work to fill them cost more (merge, per-CTA prologue) than it
  * gained (H200, when the d = 128 producers ran 3 per SM: B16 T8192 split 2 0.851 of the roofline vs 3
  * 0.826; B8 T16384 MHA split 1 0.967 vs 3 0.922). At d = 64, built for 4, counting 2 left the auto split

@@ -25,7 +25,7 @@ struct plan_opts {
   int tile_tokens;    /* keys per kernel tile (dkb_decode_tile_tokens); also the SKIP granularity */
   int sm_count;       /* device SMs (auto policy); 0 when no device: auto then plans for 132 */
   int ctas_per_sm;    /* resident producer CTAs per SM (auto policy), 0 when no device was asked: then wave_ctas */
-  int wave_ctas;      /* CTAs per SM the producer is built for (dkb_decode_wave_ctas): the wave counts at most
+  int wave_ctas;      /* CTAs per SM the producer is built for and fit (dkb_decode_wave_ctas): the wave counts at most
                        * these (plan.c); 0: 2 */
   int hp_ok;          /* the producer can take 2 K/V heads a CTA in a direct plan (dkb_decode_hp_ok) */
 };

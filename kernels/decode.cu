@@ -69,17 +69,24 @@ struct Instance {
   producer_fn fused;  // the same producer merging the slots in its last CTA, or null
   producer_fn fn2;    // the same producer over 2 K/V heads a CTA (the tensor-core ones), or null
   bool tma;           // the tensor-core producer: whole tiles of NHD caches through KvMaps
-  int wave;           // CTAs per SM the producer is built for (its __launch_bounds__), the planner's wave
+  int wave;           // CTAs per SM the planner's wave counts: its __launch_bounds__ minimum, or fewer where
+                      // its shared memory lets fewer share an SM (smem_ctas), as the device's occupancy says
   int smem2;          // fn2's shared memory with the second head's Q on top, so the page list keeps its room
   int room2;          // page ids fn2 has room for at smem (producer_for: when it asks for smem2)
 };
+
+// CTAs of `smem` bytes of dynamic shared memory an H100/H200 SM holds: 228 KiB, 1 KiB of each CTA's
+// reserved. A plan made without a device (no occupancy to ask) counts no more than this.
+constexpr int smem_ctas(int smem) { return 228 / ((smem + 1023) / 1024 + 1); }
+constexpr int min_int(int a, int b) { return a < b ? a : b; }
 
 template <typename T, int D, int R, int NT>
 Instance make() {
   using K = Cfg<T, D, R, NT>;
   // Built for no count (__launch_bounds__(NT)): the wave counts 2, as it did for every producer before
   // the d = 64 tensor-core ones were built for 4.
-  return Instance{decode_split_kv_producer<T, D, R, NT>, NT, K::SMEM, K::NTOK, nullptr, nullptr, false, 2, 0, 0};
+  return Instance{decode_split_kv_producer<T, D, R, NT>, NT, K::SMEM, K::NTOK, nullptr, nullptr, false,
+                  min_int(2, smem_ctas(K::SMEM)), 0, 0};
 }
 
 int pad_dim(int d) { return d <= 64 ? 64 : d <= 128 ? 128 : d <= 256 ? 256 : 0; }
@@ -122,9 +129,9 @@ template <typename T, int D, bool EARLY>
 Instance make_mma() {
   using K = MmaCfg<D>;
   constexpr int smem = D == 128 ? kTwoPerSmSmem : K::SMEM + kPageSpare;
-  static_assert(228 / (smem / 1024 + 1) == 228 / ((smem + K::Q_BYTES) / 1024 + 1), "two heads keep the CTAs per SM");
+  static_assert(smem_ctas(smem) == smem_ctas(smem + K::Q_BYTES), "two heads keep the CTAs per SM");
   return Instance{decode_split_kv_producer_mma<T, D, EARLY>, K::NT, smem, K::NTOK, decode_split_kv_fused_mma<T, D, EARLY>,
-                  decode_split_kv_producer2_mma<T, D, EARLY>, true, K::MIN_CTAS, smem + K::Q_BYTES,
+                  decode_split_kv_producer2_mma<T, D, EARLY>, true, min_int(K::MIN_CTAS, smem_ctas(smem)), smem + K::Q_BYTES,
                   (smem - K::SMEM - K::Q_BYTES) / 4};
 }
 template <typename T, int D>

@@ -92,8 +92,9 @@ struct dkb_decode_params {
 int dkb_split_kv_supported(int dtype, int dk, int dv, int rows, char *why, size_t whyn);
 /* Keys per tile of the split-KV instance these parameters select (flashmask block size, planner). */
 int dkb_decode_tile_tokens(int dtype, int dk, int dv, int rows);
-/* CTAs per SM that instance is built for (its __launch_bounds__; no device asked), 0 when there is none:
- * the auto split's wave counts at most these (harness/plan.c). */
+/* CTAs per SM that instance is built for (its __launch_bounds__), or fewer where its shared memory lets
+ * fewer share an H100/H200 SM (d = 256: 1); no device asked, 0 when there is none: the auto split's wave
+ * counts at most these (harness/plan.c), so a plan made without a device is the device's. */
 int dkb_decode_wave_ctas(int dtype, int dk, int dv, int rows);
 /* Resident producer CTAs per SM of that instance on the current device (0 when it cannot be asked). */
 int dkb_decode_occupancy(int dtype, int dk, int dv, int rows);

@@ -229,7 +229,9 @@ static void plan_counts_tile_classes_as_counted_by_hand(void **s) {
 }
 
 /* The auto split's wave counts the CTAs per SM the tensor-core producers are built for: 4 at d = 64 and
- * 2 at d = 128 (producer_mma.cuh MmaCfg::MIN_CTAS), fewer when fewer are resident, never more. */
+ * 2 at d = 128 (producer_mma.cuh MmaCfg::MIN_CTAS), 1 at d = 256 (built for 2, but 148 KiB of shared
+ * memory leave room for one: a plan made without a device is the device's), fewer when fewer are resident,
+ * never more. */
 static void auto_split_wave_counts_the_ctas_the_producers_are_built_for(void **s) {
   (void)s;
   static const struct { const char *fx; int resident, want; } cases[] = {
@@ -239,6 +241,8 @@ static void auto_split_wave_counts_the_ctas_the_producers_are_built_for(void **s
       {"fixtures/decode/paged-nhd-p64-auto.json", 0, 132 * 2},
       {"fixtures/decode/paged-nhd-p64-auto.json", 3, 132 * 2},
       {"fixtures/decode/paged-nhd-p64-auto.json", 1, 132 * 1},
+      {"fixtures/bench/b64-t2048-g4-d256-paged16.json", 0, 132 * 1},
+      {"fixtures/bench/b64-t2048-g4-d256-paged16.json", 2, 132 * 1},
   };
   for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
     struct decode_call c;
@@ -266,9 +270,9 @@ static void assert_cluster_groups(const struct decode_plan *pl) {
 
 /* A direct plan takes two K/V heads a producer CTA (half the CTAs whose ends each slot pays) wherever the
  * halved grid still fills 95 % of one wave of 132 SMs x the CTAs resident per SM (4 at d = 64, 2 at
- * d = 128, 1 at d = 256) and both heads' whole tiles take TMA boxes or the cp.async fast path (NHD caches,
- * 1-key pages too); one head where it would not (B32 T4096: 128 CTAs of 264 slots; d = 256 counted at 2
- * CTAs an SM), on HND caches and in split plans. The plan says which (kv_heads_per_cta). */
+ * d = 128, 1 at d = 256; 0: as many as the producer is built for and fit) and both heads' whole tiles take
+ * TMA boxes or the cp.async fast path (NHD caches, 1-key pages too); one head where it would not (B32
+ * T4096: 128 CTAs of 264 slots), on HND caches and in split plans. The plan says which (kv_heads_per_cta). */
 static void direct_plans_take_two_kv_heads_a_cta_where_the_grid_still_fills_the_device(void **s) {
   (void)s;
   struct { const char *path; int resident, heads; } cases[] = {
@@ -277,7 +281,8 @@ static void direct_plans_take_two_kv_heads_a_cta_where_the_grid_still_fills_the_
       {"fixtures/bench/b64-t2048-g4-fp16-paged16.json", 2, 2}, {"fixtures/bench/b64-t2048-g4-paged1.json", 2, 2},
       {"fixtures/bench/b64-t2048-g4-d64-contig.json", 4, 2},   {"fixtures/bench/b64-t2048-g4-d64-paged16.json", 4, 2},
       {"fixtures/bench/b64-t2048-g4-d256-contig.json", 1, 2},  {"fixtures/bench/b64-t2048-g4-d256-paged16.json", 1, 2},
-      {"fixtures/bench/b64-t2048-g4-d256-contig.json", 2, 1},  {"fixtures/bench/b32-t4096-g4-contig.json", 2, 1},
+      {"fixtures/bench/b64-t2048-g4-d256-contig.json", 0, 2},  {"fixtures/bench/b32-t4096-g4-contig.json", 2, 1},
+      {"fixtures/bench/b64-t2048-g4-d64-contig.json", 0, 2},   {"fixtures/bench/b32-t4096-g4-contig.json", 0, 1},
       {"fixtures/bench/b64-t2048-g4-hnd.json", 2, 1},          {"fixtures/bench/b16-t8192-g4-contig.json", 2, 1},
       {"fixtures/decode/split1-direct.json", 2, 1},             {"fixtures/decode/two-heads-paged-p1.json", 2, 2},
       {"fixtures/decode/two-heads-paged-p16-d256-fp16.json", 1, 2}, {"fixtures/decode/two-heads-ragged-d64.json", 4, 2}};
@@ -1147,21 +1152,21 @@ static void gpu_split_k_agrees_with_split_1(void **s) {
   split_k_against_split_1("o_gpu", "bf16", 2e-3, 1.6e-2);
 }
 
-/* On the GPU: the d = 128 tensor-core producers run 2 CTAs per SM, the planner's wave model
- * (dkb_decode_wave_ctas, harness/plan.c) and __launch_bounds__(128, 2). Their register count alone held it:
- * a change that took the unfused one from 175 to 168 registers let 3 share an SM, and forced splits of 512
- * CTAs ran as 1.3 waves, 5-7 % slower (H200; reverted in b34bde8); kTwoPerSmSmem now holds it at launch.
- * This catches a regression in gpu-smoke instead of a bench run. The d = 64 instances' occupancy is
- * printed, not judged. */
-static void gpu_tensor_core_producers_run_two_ctas_per_sm(void **s) {
+/* On the GPU: the tensor-core producers run as many CTAs per SM as the planner's wave counts without a
+ * device (dkb_decode_wave_ctas, harness/plan.c): 4 at d = 64, 2 at d = 128 (__launch_bounds__ and, at
+ * d = 128, kTwoPerSmSmem), 1 at d = 256 (shared memory). Register counts alone once held d = 128: a
+ * change that took the unfused one from 175 to 168 registers let 3 share an SM, and forced splits of 512
+ * CTAs ran as 1.3 waves, 5-7 % slower (H200; reverted in b34bde8). This catches such a regression in
+ * gpu-smoke instead of a bench run, and a CPU plan that is not the device's. */
+static void gpu_tensor_core_producers_run_the_ctas_per_sm_the_planner_counts(void **s) {
   (void)s;
   SKIP_WITHOUT_GPU();
-  static const int dt[2] = {DKB_KDT_BF16, DKB_KDT_F16};
+  static const int dt[2] = {DKB_KDT_BF16, DKB_KDT_F16}, want[3] = {4, 2, 1};
   for (int k = 0; k < 2; k++)
-    for (int d = 64; d <= 128; d *= 2) {
-      const int n = dkb_decode_occupancy(dt[k], d, d, 8);
-      print_message("[  INFO    ] %s d=%d tensor-core producer: %d CTAs per SM\n", k ? "fp16" : "bf16", d, n);
-      if (d == 128 && n != 2) fail_msg("%s d=128: %d CTAs per SM, want 2", k ? "fp16" : "bf16", n);
+    for (int i = 0, d = 64; d <= 256; i++, d *= 2) {
+      const int n = dkb_decode_occupancy(dt[k], d, d, 8), w = dkb_decode_wave_ctas(dt[k], d, d, 8);
+      print_message("[  INFO    ] %s d=%d tensor-core producer: %d CTAs per SM, the planner counts %d\n", k ? "fp16" : "bf16", d, n, w);
+      if (n != w || w != want[i]) fail_msg("%s d=%d: %d CTAs per SM, the planner counts %d, want %d", k ? "fp16" : "bf16", d, n, w, want[i]);
     }
 }
 
@@ -1358,7 +1363,7 @@ DKB_TEST_GROUP(run, cmocka_unit_test(decode_fixtures_are_schema_valid_and_load),
                cmocka_unit_test(budgets_judge_peak_memory_and_wall_time_of_real_runs),
                cmocka_unit_test(gpu_every_decode_fixture_reaches_level_6), cmocka_unit_test(gpu_split_k_agrees_with_split_1),
                cmocka_unit_test(gpu_tma_tiles_match_cp_async_tiles_bit_for_bit),
-               cmocka_unit_test(gpu_tensor_core_producers_run_two_ctas_per_sm),
+               cmocka_unit_test(gpu_tensor_core_producers_run_the_ctas_per_sm_the_planner_counts),
                cmocka_unit_test(gpu_run_with_counters_measures_dram_bytes),
                cmocka_unit_test(gpu_cold_counters_read_all_k_v_from_dram_and_write_back_no_flush),
                cmocka_unit_test(gpu_bench_times_one_same_bytes_read_per_size))

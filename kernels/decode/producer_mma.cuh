@@ -27,7 +27,7 @@ template <int D_PAD>
 struct MmaCfg {
   static constexpr int NT = 128, NW = 4, NTOK = 64, ROWS = 16, CH = D_PAD / 8, ST = 2;
   // The kernels' __launch_bounds__ minimum of CTAs per SM (at the kernels below); the planner's wave
-  // counts the same (dkb_decode_wave_ctas).
+  // counts the same where shared memory holds that many (dkb_decode_wave_ctas; d = 256: 1).
   static constexpr int MIN_CTAS = D_PAD == 64 ? 4 : 2;
   static constexpr int TILE_BYTES = NTOK * D_PAD * 2, STAGE_BYTES = 2 * TILE_BYTES;
   static constexpr int Q_BYTES = ROWS * D_PAD * 2;
