@@ -1,5 +1,6 @@
 /* decode_call.c - loading and checking a dkb.decode/v1 fixture (see decode_call.h). */
 #include "harness/decode_call.h"
+#include "include/dkb/backend.h"
 #include "dispatch/registry.h"
 #include "evidence/call_key.h"
 #include "lib/cjson.h"
@@ -252,17 +253,17 @@ static int read_split(struct jr *r, const json_t *doc, struct decode_call *c) {
   if (pol != SPLIT_AUTO && json_object_get(o, "max_splits")) return jr_fail(r, P, "max_splits", "only applies to policy auto");
   long long v = 0;
   if (pol == SPLIT_FIXED) {
-    if (jr_int(r, o, P, "splits", 1, 1, 1024, &v)) return -1;
+    if (jr_int(r, o, P, "splits", 1, 1, DKB_ABI_MAX_SPLITS, &v)) return -1;
     c->splits = (int)v;
-    if (jr_int(r, o, P, "capacity", 0, 1, 1024, &v)) return -1;
+    if (jr_int(r, o, P, "capacity", 0, 1, DKB_ABI_MAX_SPLITS, &v)) return -1;
     if (v < c->splits) return jr_fail(r, P, "capacity", "must be >= splits %d (got %lld)", c->splits, v);
     c->capacity = (int)v;
   } else if (pol == SPLIT_CHUNK) {
     if (jr_int(r, o, P, "chunk", 1, 1, (long long)1 << 24, &v)) return -1;
     c->chunk = v;
   } else {
-    v = 1024;  /* the heuristic also caps at the resident CTAs and the key tiles */
-    if (jr_int(r, o, P, "max_splits", 0, 1, 1024, &v)) return -1;
+    v = DKB_ABI_MAX_SPLITS;  /* the heuristic also caps at the resident CTAs and the key tiles */
+    if (jr_int(r, o, P, "max_splits", 0, 1, DKB_ABI_MAX_SPLITS, &v)) return -1;
     c->max_splits = (int)v;
   }
   return 0;

@@ -44,7 +44,7 @@ struct decode_call {
   int split_policy;          /* enum split_policy */
   int splits, capacity;      /* fixed: S and S_capacity >= S */
   int64_t chunk;             /* chunk: keys per split */
-  int max_splits;            /* auto: cap (default 1024) */
+  int max_splits;            /* auto: cap (default DKB_ABI_MAX_SPLITS) */
   int abi;                   /* DKB_ABI_MLU or DKB_ABI_LSE_O (kernels/decode.h) */
   int ws_o_dtype;            /* LSE_O: DKB_BF16 or DKB_F32 */
   int return_lse, graph;

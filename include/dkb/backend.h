@@ -66,6 +66,9 @@ enum dkb_abi_table { DKB_ABI_TABLE_NONE = 0, DKB_ABI_TABLE_DENSE = 1, DKB_ABI_TA
 enum dkb_abi_mask { DKB_ABI_MASK_NONE = 0, DKB_ABI_MASK_CAUSAL = 1, DKB_ABI_MASK_SLIDING_WINDOW = 2,
                     DKB_ABI_MASK_FLASHMASK = 3 };
 enum dkb_abi_split { DKB_ABI_SPLIT_FIXED = 0, DKB_ABI_SPLIT_AUTO = 1, DKB_ABI_SPLIT_CHUNK = 2 };
+/* The most splits a call may ask for: fixed splits and capacity, and auto's max_splits, which defaults
+ * to it (no cap but the backend's own). */
+#define DKB_ABI_MAX_SPLITS 1024
 
 /* One frozen decode call. In admit only the scalars are set (every pointer is NULL: admission guards
  * the page-table and mask contracts, it does not enter them, article 0x07B); in plan the host arrays
@@ -103,7 +106,7 @@ struct dkb_call {
   int32_t split_policy;      /* enum dkb_abi_split */
   int32_t splits;            /* fixed: S */
   int64_t chunk;             /* chunk: keys per split */
-  int32_t max_splits;        /* auto: cap */
+  int32_t max_splits;        /* auto: cap, DKB_ABI_MAX_SPLITS when the call sets none */
   /* lifecycle */
   int32_t return_lse;        /* 0: lse is NULL */
   int32_t graph;             /* the call is captured into and replayed from a CUDA graph */

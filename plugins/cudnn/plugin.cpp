@@ -143,14 +143,16 @@ void admit_mask(const struct dkb_call *c, reasons &out) {
 
 /* The engine picks its own K/V split when the plan is built (lean attention: the SDPA kernel's grid x is
  * the split, lean_reduction_kernel merges it) and the frontend takes no split count and says nothing of
- * it: on the H200 it split split1-direct's fixed:1 call 8 ways. So no fixed split, S = 1 included, and no
- * chunk is a promise the plugin can keep: only auto. Graph mode is admitted: launch is cudnnSetStream +
- * execute, all on the stream. */
+ * it: on the H200 it split split1-direct's fixed:1 call 8 ways. So no fixed split, S = 1 included, no
+ * chunk and no cap below the ABI's most (auto's max_splits) is a promise the plugin can keep: only auto
+ * uncapped. Graph mode is admitted: launch is cudnnSetStream + execute, all on the stream. */
 void admit_lifecycle(const struct dkb_call *c, reasons &out) {
   if (c->split_policy == DKB_ABI_SPLIT_FIXED)
     out.add('C', "split=fixed:%d unsupported (the cudnn engine picks its own K/V split)", c->splits);
   if (c->split_policy == DKB_ABI_SPLIT_CHUNK)
     out.add('C', "split=chunk:%lld unsupported (the cudnn engine picks its own K/V split)", (long long)c->chunk);
+  if (c->split_policy == DKB_ABI_SPLIT_AUTO && c->max_splits < DKB_ABI_MAX_SPLITS)
+    out.add('C', "max_splits=%d unsupported (the cudnn engine picks its own K/V split and reports none)", c->max_splits);
 }
 
 int cudnn_sdpa_admit(const struct dkb_backend *self, const struct dkb_call *c, struct dkb_reason *r, int cap, int *n) {
@@ -195,7 +197,7 @@ const struct dkb_backend BACKENDS[] = {{
     sdpa_release,
     sdpa_last_error,
     "decode, q_len 1, fp16/bf16; contiguous NHD/HND, ragged NHD, paged NHD/HND with power-of-two pages; "
-    "no mask, causal, or a window without sinks; split auto only (the engine's own); sm_80+, cuDNN 9.10.2+",
+    "no mask, causal, or a window without sinks; split auto only, uncapped (the engine's own); sm_80+, cuDNN 9.10.2+",
 }};
 
 const struct dkb_plugin PLUGIN = {

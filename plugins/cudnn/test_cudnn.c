@@ -102,6 +102,7 @@ static struct dkb_call base_call(void) {
   c.cache_rows = 4;
   c.mask_kind = DKB_ABI_MASK_CAUSAL;
   c.split_policy = DKB_ABI_SPLIT_AUTO;
+  c.max_splits = DKB_ABI_MAX_SPLITS; /* what dkb passes when the fixture sets no cap */
   c.return_lse = 1;
   return c;
 }
@@ -208,6 +209,9 @@ static void set_chunk(struct dkb_call *c) {
   c->split_policy = DKB_ABI_SPLIT_CHUNK;
   c->chunk = 1024;
 }
+/* a cap is a promise too: the engine's split is its own and unreported */
+static void set_auto_max8(struct dkb_call *c) { c->max_splits = 8; }
+static void set_auto_max1023(struct dkb_call *c) { c->max_splits = DKB_ABI_MAX_SPLITS - 1; }
 static void set_chunk_spanning(struct dkb_call *c) {
   c->split_policy = DKB_ABI_SPLIT_CHUNK;
   c->chunk = 4096; /* one chunk spans the longest request */
@@ -234,6 +238,10 @@ static const struct refusal REFUSALS[] = {
     {"chunk 1024", set_chunk, 'C', "split=chunk:1024 unsupported (the cudnn engine picks its own K/V split)"},
     {"chunk spanning every request", set_chunk_spanning, 'C',
      "split=chunk:4096 unsupported (the cudnn engine picks its own K/V split)"},
+    {"auto, at most 8", set_auto_max8, 'C',
+     "max_splits=8 unsupported (the cudnn engine picks its own K/V split and reports none)"},
+    {"auto, at most 1023", set_auto_max1023, 'C',
+     "max_splits=1023 unsupported (the cudnn engine picks its own K/V split and reports none)"},
 };
 
 static void refuses_each_factor_with_its_reason(void **s) {
