@@ -165,6 +165,7 @@ static void print_targets(const struct bench_matrix *m, const char *matrix, cons
                           int *unmeasured) {
   const struct bench_verdict *v = o->v;
   *missed = *unmeasured = 0;
+  int clear[2] = {0, 0};  /* met, missed: by more than the noise band (bench_verdict.beyond_noise) */
   for (int i = 0; i < o->nv; i++) {
     if (!i) printf("targets (%s):\n", matrix ? matrix : m->name);
     const char *got = "";
@@ -185,12 +186,17 @@ static void print_targets(const struct bench_matrix *m, const char *matrix, cons
     char note[2048], slow[2056] = "", dram[2056] = "";  /* a verdict on a slowed case says so: its miss may be the machine's */
     if (bench_clock_note(vc, note, sizeof note)) snprintf(slow, sizeof slow, " [%s]", note);
     if (bench_l2_served(m, vc) && bench_dram_note(vc, note, sizeof note)) snprintf(dram, sizeof dram, " [%s]", note);
-    printf("  %-12s %-34s %s%s%s%s%s%s\n", bench_verdict_name(v[i].state), vc->name, v[i].what,
-           *got ? ": " : v[i].l2_served ? " (not a DRAM figure)" : " (no level-6 measurement)", got, need, slow, dram);
+    char edge[64] = "";  /* a verdict the run's noise could turn */
+    if (isfinite(v[i].noise_pct) && !v[i].beyond_noise) snprintf(edge, sizeof edge, " (at the edge: noise %.2f%%)", v[i].noise_pct);
+    printf("  %-12s %-34s %s%s%s%s%s%s%s\n", bench_verdict_name(v[i].state), vc->name, v[i].what,
+           *got ? ": " : v[i].l2_served ? " (not a DRAM figure)" : " (no level-6 measurement)", got, edge, need, slow, dram);
     *missed += v[i].state == BENCH_MISSED;
     *unmeasured += v[i].state == BENCH_NOT_MEASURED;
+    clear[v[i].state == BENCH_MISSED] += v[i].state != BENCH_NOT_MEASURED && v[i].beyond_noise;
   }
-  if (o->nv) printf("targets: %d met, %d missed, %d not measured\n", o->nv - *missed - *unmeasured, *missed, *unmeasured);
+  if (o->nv)
+    printf("targets: %d met (%d beyond the noise), %d missed (%d beyond the noise), %d not measured\n",
+           o->nv - *missed - *unmeasured, clear[0], *missed, clear[1], *unmeasured);
 }
 
 /* usage: dkb bench [FIXTURE... | --matrix FILE] [-o DIR] [--backend A,B,...] [--plugin PATH]... [--graph] [--cold]

@@ -121,7 +121,7 @@ int cmd_compare(int argc, char **argv) {
   static const struct option opts[] = {{"noise", required_argument, NULL, 'n'}, {"min-noise", required_argument, NULL, 'm'},
                                        {"json", no_argument, NULL, 'j'}, {"base-backend", required_argument, NULL, 'a'},
                                        {"new-backend", required_argument, NULL, 'b'}, {NULL, 0, NULL, 0}};
-  struct bench_diff_opts o = {0.5, 0, 0};
+  struct bench_diff_opts o = {BENCH_MIN_NOISE_PCT, 0, 0};
   const char *base_backend = NULL, *new_backend = NULL;
   int c, as_json = 0;
   while ((c = cmd_getopt(argc, argv, opts, "compare")) != -1) {

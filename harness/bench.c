@@ -1,5 +1,6 @@
 /* bench.c - bench matrix, roofline and the table/CSV/SVG writers (see bench.h). */
 #include "harness/bench.h"
+#include "harness/bench_diff.h"
 #include "lib/buf.h"
 #include "lib/cjson.h"
 #include "harness/decode_call.h"
@@ -370,7 +371,7 @@ static void verdict(struct bench_verdict *v, int i, int is_pct, double want, dou
   v->want = want;
   v->got = measured ? got : NAN;
   v->state = !measured ? BENCH_NOT_MEASURED : met ? BENCH_MET : BENCH_MISSED;
-  v->need_us = NAN;
+  v->need_us = v->noise_pct = NAN;
   va_list ap;
   va_start(ap, fmt);
   vsnprintf(v->what, sizeof v->what, fmt, ap);
@@ -395,6 +396,17 @@ void bench_case_rates(struct bench_case *bc, const struct bench_roofline *r) {
 
 /* A median that counts as a measurement: from a level-6 bundle only. */
 static int measured6(const struct bench_case *bc) { return bc->ran && bc->median_us > 0 && bc->level == 6; }
+
+/* The spread of a case's timing samples, NAN when it was not timed. */
+static double spread(const struct bench_case *bc) { return bc->samples > 0 ? bc->rel_stdev : NAN; }
+
+/* Reads a measured verdict's margin against the noise band of the medians it compared (b: NULL for a
+ * fraction floor, whose reference records no spread). */
+static void read_noise(struct bench_verdict *v, const struct bench_case *a, const struct bench_case *b) {
+  v->noise_pct = v->state == BENCH_NOT_MEASURED ? NAN : bench_noise_band(spread(a), b ? spread(b) : 0, BENCH_MIN_NOISE_PCT);
+  const double margin = v->is_pct ? fabs(v->got - v->want) : 100 * fabs(v->got / v->want - 1);
+  v->beyond_noise = isfinite(v->noise_pct) && margin > v->noise_pct;
+}
 
 int bench_best_forced(const struct bench_matrix *m, int i, int *forced, int *all_level6) {
   int best = -1;
@@ -428,25 +440,29 @@ int bench_judge(const struct bench_matrix *m, const struct bench_roofline *r, st
       verdict(&v[n], i, 0, bc->want_frac, bc->frac, frac_ok && !l2, bc->frac >= bc->want_frac, "roofline_fraction >= %.2f",
               bc->want_frac);
       if (v[n].state == BENCH_MISSED) v[n].need_us = bc->median_us * bc->frac / bc->want_frac;  /* the fraction is bytes / time */
+      read_noise(&v[n], bc, NULL);
       v[n++].l2_served = frac_ok && l2;
     }
     if (bc->want_visible_frac > 0 && n < cap) {
       verdict(&v[n], i, 0, bc->want_visible_frac, bc->visible_frac, frac_ok && !l2, bc->visible_frac >= bc->want_visible_frac,
               "visible_roofline_fraction >= %.2f", bc->want_visible_frac);
       if (v[n].state == BENCH_MISSED) v[n].need_us = bc->median_us * bc->visible_frac / bc->want_visible_frac;
+      read_noise(&v[n], bc, NULL);
       v[n++].l2_served = frac_ok && l2;
     }
     if (bc->want_read_frac > 0 && n < cap) {
       verdict(&v[n], i, 0, bc->want_read_frac, bc->read_fraction, read_ok && !l2, bc->read_fraction >= bc->want_read_frac,
               "read_fraction >= %.2f", bc->want_read_frac);
       if (v[n].state == BENCH_MISSED) v[n].need_us = bc->median_us * bc->read_fraction / bc->want_read_frac;  /* = read_us / want */
+      read_noise(&v[n], bc, NULL);
       v[n++].l2_served = read_ok && l2;
     }
     if (bc->within_ref >= 0 && n < cap) {
       const struct bench_case *ref = &m->cases[bc->within_ref];
       const int rok = measured6(ref);
       const double pct = rok && ok ? 100 * (bc->median_us / ref->median_us - 1) : NAN;
-      verdict(&v[n++], i, 1, bc->within_pct, pct, ok && rok, pct <= bc->within_pct, "median within %.0f%% of %s", bc->within_pct, ref->name);
+      verdict(&v[n], i, 1, bc->within_pct, pct, ok && rok, pct <= bc->within_pct, "median within %.0f%% of %s", bc->within_pct, ref->name);
+      read_noise(&v[n++], bc, ref);
     }
   }
   /* side by side: the first backend's case against every other backend that admitted the same call */
@@ -458,6 +474,7 @@ int bench_judge(const struct bench_matrix *m, const struct bench_roofline *r, st
     const int ok = measured6(a) && measured6(p);
     const double pct = ok ? 100 * (a->median_us / p->median_us - 1) : NAN;
     verdict(&v[n], ai, 1, 0, pct, ok, pct <= 0, "median <= %s's", p->backend);
+    read_noise(&v[n], a, p);
     v[n++].peer_index = i;
   }
   /* auto versus the fastest forced split count of the same fixture and backend; side by side, a target of
@@ -470,8 +487,9 @@ int bench_judge(const struct bench_matrix *m, const struct bench_roofline *r, st
     if (!forced) continue;
     const int ok = all && best >= 0 && measured6(a);
     const double pct = ok ? 100 * (a->median_us / m->cases[best].median_us - 1) : NAN;
-    verdict(&v[n++], i, 1, m->auto_within_pct, pct, ok, pct <= m->auto_within_pct, "auto within %.0f%% of the best forced split%s%s",
+    verdict(&v[n], i, 1, m->auto_within_pct, pct, ok, pct <= m->auto_within_pct, "auto within %.0f%% of the best forced split%s%s",
             m->auto_within_pct, ok ? ", " : "", ok ? m->cases[best].name : "");
+    read_noise(&v[n++], a, ok ? &m->cases[best] : NULL);
   }
   return n;
 }
@@ -740,6 +758,9 @@ int bench_write(const char *dir, const struct bench_matrix *m, const struct benc
                           isfinite(v[i].got) ? json_real(v[i].got) : json_null(), "verdict", bench_verdict_name(v[i].state));
     if (tc->backend[0]) json_object_set_new(t, "backend", json_string(tc->backend));
     if (v[i].peer_index >= 0) json_object_set_new(t, "peer", json_string(m->cases[v[i].peer_index].backend));
+    const int banded = isfinite(v[i].noise_pct);
+    json_object_set_new(t, "noise_pct", banded ? json_real(v[i].noise_pct) : json_null());
+    json_object_set_new(t, "beyond_noise", banded ? json_boolean(v[i].beyond_noise) : json_null());
     json_array_append_new(targets, t);
   }
   json_object_set_new(doc, "targets", targets);

@@ -93,6 +93,13 @@ struct bench_verdict {
   double need_us;     /* a missed fraction floor: the median that would meet it (median x got / want); else NAN */
   int l2_served;      /* a fraction floor not measured because L2 served part of the case's K/V (bench_l2_served) */
   enum bench_verdict_state state;
+  /* The noise band in % the margin is read against (bench_noise_band of the medians compared; a fraction
+   * floor: of the case's median alone, its reference's spread is not recorded), NAN when not measured or
+   * no spread is recorded; beyond_noise: got is farther from want than the band (a % difference: by more
+   * than the band in points; a fraction: by more than the band in % of want), so the verdict holds beyond
+   * the run's noise, not at the edge. */
+  double noise_pct;
+  int beyond_noise;
 };
 
 /* Reads a dkb.bench-matrix/v1 file (schemas/bench-matrix.schema.json); fixture paths are relative to

@@ -148,6 +148,10 @@ const char *bench_change_name(enum bench_change c) {
   return names[c];
 }
 
+double bench_noise_band(double rel_a, double rel_b, double min_pct) {
+  return isfinite(rel_a) && isfinite(rel_b) ? fmax(min_pct, 100 * (rel_a + rel_b)) : NAN;
+}
+
 static int find(const struct bench_run *r, const char *name) {
   for (int i = 0; i < r->n; i++)
     if (!strcmp(r->cases[i].name, name)) return i;
@@ -171,8 +175,7 @@ static void judge(const struct bench_run_case *a, const struct bench_run_case *b
     return;
   }
   d->pct = 100 * (b->median_us / a->median_us - 1);
-  if (o->noise_pct > 0) d->band = o->noise_pct;
-  else if (isfinite(a->rel_stdev) && isfinite(b->rel_stdev)) d->band = fmax(o->min_noise_pct, 100 * (a->rel_stdev + b->rel_stdev));
+  d->band = o->noise_pct > 0 ? o->noise_pct : bench_noise_band(a->rel_stdev, b->rel_stdev, o->min_noise_pct);
   if (!isfinite(d->band)) d->change = CHANGE_UNKNOWN;
   else if (fabs(d->pct) <= d->band) d->change = CHANGE_SAME;
   else d->change = d->pct < 0 ? CHANGE_FASTER : CHANGE_SLOWER;

@@ -68,8 +68,14 @@ struct bench_delta {
   enum bench_change change;
 };
 
+/* The noise band, in %, of a comparison of two medians whose timing samples spread rel_a and rel_b
+ * (stdev / mean): 100 (rel_a + rel_b), at least min_pct; NAN when either spread is unknown. The one band
+ * both `dkb compare`'s verdicts and `dkb bench`'s targets (bench_judge) are read against. */
+#define BENCH_MIN_NOISE_PCT 0.5
+double bench_noise_band(double rel_a, double rel_b, double min_pct);
+
 struct bench_diff_opts {
-  double min_noise_pct;  /* floor of the band (default 0.5) */
+  double min_noise_pct;  /* floor of the band (default BENCH_MIN_NOISE_PCT) */
   double noise_pct;      /* > 0: this band for every case instead of the recorded noise */
   int across_backends;   /* the two sides are two backends: one call is one fixture and forced split, since the
                           * call keys differ in their backend request */

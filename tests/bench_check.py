@@ -23,6 +23,25 @@ def visible_bytes(c):
     return c["visible_kv_bytes"] + c["io_bytes"] - c["kv_bytes"]
 
 
+def noise_disagreements(t, ok, got, c, other):
+    """A target's noise band (100 x the compared medians' summed rel_stdev, at least 0.5 %; a fraction
+    floor: its case's alone) and whether got clears it, recomputed."""
+    what = f"{t['case']} {t['target']}"
+    spreads = [x.get("rel_stdev") for x in (c, other) if x is not None]
+    band = max(0.5, 100 * sum(spreads)) if ok and None not in spreads else None
+    beyond = None
+    if band is not None:
+        # a % difference of two medians in points; a fraction floor (no other median) in % of want
+        margin = abs(got - t["want"]) if other is not None else 100 * abs(got / t["want"] - 1)
+        beyond = margin > band
+    out = []
+    if (t.get("noise_pct") is None) != (band is None) or (band is not None and not close(t["noise_pct"], band)):
+        out.append(f"{what}: noise_pct {t.get('noise_pct')}, recomputed {band}")
+    if t.get("beyond_noise") != beyond:
+        out.append(f"{what}: beyond_noise {t.get('beyond_noise')}, recomputed {beyond}")
+    return out
+
+
 def main():
     doc = json.load(open(sys.argv[1]))
     bad = []
@@ -114,6 +133,7 @@ def main():
         if first is not None and t.get("backend") != first:
             bad.append(f"{t['case']} {what}: a target on {t.get('backend')}'s case, not the first backend's ({first})")
         ok = measured6(c) and roof["measured"]
+        other = None  # the other median a % target compares: its spread widens the noise band
         # --counters: K/V partly served by L2 across calls is not a DRAM figure (unless the timing flushed L2)
         dram = doc.get("cold", False) or c.get("dram_kv_ratio") is None or c["dram_kv_ratio"] >= 0.95
         if m := re.fullmatch(r"(visible_roofline_fraction|roofline_fraction) >= ([0-9.]+)", what):
@@ -132,11 +152,13 @@ def main():
             ok = measured6(c) and measured6(peer)
             got = 100 * (c["median_us"] / peer["median_us"] - 1) if ok else None
             met = ok and got <= 0
+            other = peer
         elif m := re.fullmatch(r"median within ([0-9.]+)% of (\S+)", what):
             ref = cases[(m.group(2), t.get("backend"))]
             ok = measured6(c) and measured6(ref)
             got = 100 * (c["median_us"] / ref["median_us"] - 1) if ok else None
             met = ok and got <= t["want"]
+            other = ref
         elif m := re.fullmatch(r"auto within ([0-9.]+)% of the best forced split(?:, (\S+))?", what):
             forced = [f for f in doc["cases"] if f["forced_splits"] is not None and f["fixture"] == c["fixture"]
                       and f.get("backend") == c.get("backend")]
@@ -147,6 +169,7 @@ def main():
                 bad.append(f"{what}: the fastest forced split is {best['name']}")
             got = 100 * (c["median_us"] / best["median_us"] - 1) if ok else None
             met = ok and got <= t["want"]
+            other = best
         else:
             bad.append(f"unknown target form: {what}")
             continue
@@ -155,6 +178,8 @@ def main():
             bad.append(f"{t['case']} {what}: verdict {t['verdict']}, recomputed {want}")
         if ok and not close(t["got"], got):
             bad.append(f"{t['case']} {what}: got {t['got']}, recomputed {got}")
+        if "noise_pct" in t or "beyond_noise" in t:  # absent in runs before it was recorded
+            bad += noise_disagreements(t, ok, got, c, other)
     for line in bad:
         print(line)
     return 1 if bad else 0

@@ -103,6 +103,11 @@ static void peers_judge_the_first_backend_against_each_that_admitted_the_call(vo
   assert_int_equal(v[0].state, BENCH_MET);
   assert_int_equal(v[1].state, BENCH_MISSED);
   assert_true(fabs(v[1].got - 100 * (12.0 / 11.9 - 1)) < 1e-9);
+  /* dkb compare's band (1 % + 1 %): -9.1 % beyond it, +0.8 % within it, as compare's verdicts below */
+  assert_near(v[0].noise_pct, 2.0, 1e-9);
+  assert_near(v[1].noise_pct, 2.0, 1e-9);
+  assert_true(v[0].beyond_noise);
+  assert_false(v[1].beyond_noise);
   char dir[600];
   snprintf(dir, sizeof dir, "%s/sbs-judged", tmp_dir());
   assert_int_equal(dkb_mkdirs(dir, &e), 0);
