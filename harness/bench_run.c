@@ -1,8 +1,8 @@
 /* bench_run.c - one `dkb bench` run, as cmd/bench.c drives it (see bench.h): the device and the
  * references first, then every case through the runner (harness/runner.h), each case's bundle read back,
- * its same-bytes read and rates, and the matrix's targets judged. Apart from bench.c, which holds the
- * matrix, the references, the rates and the writers, so that what only reads or writes bench results
- * does not link the runner. */
+ * its same-bytes read and rates, and the matrix's targets judged. Apart from bench_matrix.c (the matrix)
+ * and bench.c (the references, the rates, the verdicts and the writers), so that what only reads or writes
+ * bench results does not link the runner. */
 #include "harness/bench.h"
 #include "harness/backends.h"
 #include "harness/decode_call.h"
