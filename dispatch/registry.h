@@ -97,6 +97,9 @@ int dispatch_key_digest(const struct dispatch_key *k, enum dk_form form, char he
  * spellings are checked here (a document error with its JSON Pointer); values are not, so a
  * malformed call still reaches dispatch_key_check and becomes a malformed_call_error. */
 int dispatch_key_read(struct jr *r, const json_t *obj, const char *ptr, struct dispatch_key *k);
+/* The JSON name of the i-th of the twenty teaching fields (DK_TEACHING, in the reader's order), NULL
+ * past the last. */
+const char *dispatch_key_teaching_field(size_t i);
 
 /* ---- reasons and backends (0x07B) ------------------------------------------------------------ */
 
