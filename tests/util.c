@@ -1,5 +1,9 @@
 /* util.c - test helpers (see util.h). */
 #include "tests/util.h"
+#include "harness/builtin.h"
+#include "harness/decode_call.h"
+#include "harness/inputs.h"
+#include "harness/plan.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -90,4 +94,28 @@ int have_gpu(char *reason, size_t n) {
     return 0;
   }
   return 1;
+}
+
+/* Releases a planned fixture: its plan, inputs and call. */
+void release_planned(struct decode_call *c, struct decode_inputs *in, struct decode_plan *pl) {
+  plan_release(pl);
+  inputs_release(in);
+  decode_call_release(c);
+}
+
+/* Plans the fixture at path as the runner does on 132 SMs with `resident` producer CTAs per SM. */
+void plan_fixture_resident(const char *path, int resident, struct decode_call *c, struct decode_inputs *in,
+                                  struct decode_plan *pl) {
+  struct dkb_err e;
+  if (decode_call_load(path, c, &e)) fail_msg("%s: %s", path, e.msg);
+  struct plan_opts po = builtin_plan_opts(c, 132, 0);
+  assert_true(po.tile_tokens > 0);
+  po.ctas_per_sm = resident;
+  if (inputs_build(c, po.tile_tokens, in, &e)) fail_msg("%s: %s", path, e.msg);
+  if (plan_build(c, in, &po, pl, &e)) fail_msg("%s: %s", path, e.msg);
+}
+
+/* Plans the fixture at path as the runner does (132 SMs, 2 CTAs per SM resident). */
+void plan_fixture(const char *path, struct decode_call *c, struct decode_inputs *in, struct decode_plan *pl) {
+  plan_fixture_resident(path, 2, c, in, pl);
 }

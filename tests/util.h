@@ -45,6 +45,18 @@ char *slurp(const char *path);
  * "dkb: error: PATH: " + `error` + "\n" on stderr (error is "/json/pointer: reason"). */
 void assert_oracle_malformed(const char *name, const char *fixture, const char *error);
 
+struct decode_call;
+struct decode_inputs;
+struct decode_plan;
+/* Plans the fixture at path as the runner does on 132 SMs with `resident` producer CTAs per SM (0: as
+ * many as the producer is built for and fit, a plan made without a device), failing the test on error. */
+void plan_fixture_resident(const char *path, int resident, struct decode_call *c, struct decode_inputs *in,
+                           struct decode_plan *pl);
+/* The same at 2 CTAs per SM resident (the d = 128 producers on the H200). */
+void plan_fixture(const char *path, struct decode_call *c, struct decode_inputs *in, struct decode_plan *pl);
+/* Releases a planned fixture: its plan, inputs and call. */
+void release_planned(struct decode_call *c, struct decode_inputs *in, struct decode_plan *pl);
+
 /* 1 when a CUDA device is usable; reason gets why not. GPU tests skip with that reason printed. */
 int have_gpu(char *reason, size_t n);
 #define SKIP_WITHOUT_GPU()                                                \
