@@ -80,7 +80,7 @@ static const struct command COMMANDS[] = {
      "memory, a driver error) or --require-level asks for more than this host can give.\n"},
     {"bench", cmd_bench,
      "dkb bench [FIXTURE... | --matrix FILE] [-o DIR] [--backend A,B,...] [--plugin PATH]... [--graph] [--cold]\n"
-     "          [--max-time S] [--no-roofline] [--counters] [--require-targets]",
+     "          [--max-time S] [--no-roofline] [--counters] [--require-targets | --require-margin]",
      "sweep decode calls against the streaming-read roofline",
      "Runs each case (a decode fixture, or every fixture x split variant of a dkb.bench-matrix/v1 file)\n"
      "through the same runner as `dkb run` (each case writes a graded bundle under DIR/cases/), and\n"
@@ -94,7 +94,8 @@ static const struct command COMMANDS[] = {
      "compares auto with the best forced split count of each fixture; judges the matrix's targets (a\n"
      "case's \"target\": roofline_fraction, visible_roofline_fraction and read_fraction floors, the last\n"
      "over its same-bytes read, within_pct_of another fixture's median; the matrix's auto_within_pct) on\n"
-     "level-6 results; writes DIR/bench.json, DIR/bench.csv and DIR/roofline-fraction.svg (`dkb compare`\n"
+     "level-6 results, each against the run's noise band (dkb compare's; a verdict inside it is at the\n"
+     "edge); writes DIR/bench.json, DIR/bench.csv and DIR/roofline-fraction.svg (`dkb compare`\n"
      "reads two bench.json files). fixtures/bench/matrix.json is the H200 sweep, fixtures/bench/serving.json\n"
      "the serving batches side by side with FlashInfer and cuDNN (--plugin each; make plugins builds them).\n\n"
      "  --matrix FILE   the sweep (fixture paths relative to FILE; splits: [\"auto\", 1, 2, ...])\n"
@@ -112,10 +113,11 @@ static const struct command COMMANDS[] = {
      "                  the timed ones, over its visible K/V bytes; below 0.95, L2 served part of the K/V\n"
      "                  from the calls before it: the case says so and its fraction targets are not\n"
      "                  measured (unless --cold)\n"
-     "  --require-targets  fail when a target is missed (exit 1) or cannot be measured here (exit 4)\n\n"
+     "  --require-targets  fail when a target is missed (exit 1) or cannot be measured here (exit 4)\n"
+     "  --require-margin   the same, and fail (exit 1) when a target is met only within the run's noise\n\n"
      "Exit 0, 1 when a case's output is wrong or its kernel faulted (or, with --require-targets, a target\n"
-     "is missed), 3 on a malformed matrix or fixture, 4 when the machine failed a case's launch or\n"
-     "--require-targets meets a target this host cannot measure.\n"},
+     "is missed; with --require-margin, also met only at the edge), 3 on a malformed matrix or fixture, 4\n"
+     "when the machine failed a case's launch or the gate meets a target this host cannot measure.\n"},
     {"compare", cmd_compare,
      "dkb compare BASE NEW [--noise PCT] [--min-noise PCT] [--base-backend A] [--new-backend B] [--json]",
      "compare two bench runs case by case (the regression gate)",

@@ -114,6 +114,24 @@ const char *bench_verdict_name(enum bench_verdict_state s) {
   return s == BENCH_MET ? "met" : s == BENCH_MISSED ? "missed" : "not_measured";
 }
 
+int bench_gate(const struct bench_verdict *v, int nv, int margin, char *why, size_t n) {
+  int missed = 0, edge = 0, unmeasured = 0;
+  for (int i = 0; i < nv; i++) {
+    missed += v[i].state == BENCH_MISSED;
+    edge += v[i].state == BENCH_MET && !v[i].beyond_noise;
+    unmeasured += v[i].state == BENCH_NOT_MEASURED;
+  }
+  if (!nv) {  /* a gate that judged nothing has not passed */
+    snprintf(why, n, "%s: no bench target was judged: the matrix sets none", margin ? "--require-margin" : "--require-targets");
+    return DKB_ENV;
+  }
+  if (missed) return snprintf(why, n, "%d of %d bench targets missed", missed, nv), DKB_FAIL;
+  if (margin && edge)
+    return snprintf(why, n, "%d of %d bench targets met only within the run's noise (at the edge)", edge, nv), DKB_FAIL;
+  if (unmeasured) return snprintf(why, n, "%d of %d bench targets could not be measured on this host", unmeasured, nv), DKB_ENV;
+  return DKB_OK;
+}
+
 static void verdict(struct bench_verdict *v, int i, int is_pct, double want, double got, int measured, int met, const char *fmt,
                     ...) __attribute__((format(printf, 8, 9)));
 static void verdict(struct bench_verdict *v, int i, int is_pct, double want, double got, int measured, int met, const char *fmt,

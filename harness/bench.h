@@ -162,6 +162,11 @@ int bench_l2_served(const struct bench_matrix *m, const struct bench_case *bc);
  * target but "median <= B's"). Returns the count (<= cap). */
 int bench_judge(const struct bench_matrix *m, const struct bench_roofline *r, struct bench_verdict *v, int cap);
 const char *bench_verdict_name(enum bench_verdict_state s);
+/* The gate over a run's verdicts (dkb bench --require-targets; margin: --require-margin, the issue's rule
+ * that a target holds only beyond its run's noise): DKB_OK when every target is met (with margin: beyond
+ * the noise); DKB_FAIL when one is missed, or with margin met only at the edge; else DKB_ENV when one
+ * could not be measured on this host, or none was judged. why gets the reason (without "dkb: error: "). */
+int bench_gate(const struct bench_verdict *v, int nv, int margin, char *why, size_t n);
 
 /* What a comparison of two runs needs of a case, from its bundle (the record): which call it was
  * (/dispatch/call_key_sha256), when timed its median's spread (/measurement/timing/summary:

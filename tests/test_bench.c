@@ -515,6 +515,45 @@ static void bench_refuses_an_empty_matrix_and_a_target_gate_with_nothing_to_judg
   }
 }
 
+/* The gate over a run's verdicts: --require-targets fails on a missed target (1) before a target this host
+ * could not measure (4), and on a run that judged none (4); --require-margin also fails on a target met only
+ * within the run's noise (1), the issue's rule, and names itself when nothing was judged. */
+static void the_target_gates_fail_missed_edge_and_unmeasured_targets(void **s) {
+  (void)s;
+  struct bench_verdict v[3];
+  memset(v, 0, sizeof v);
+  for (int i = 0; i < 3; i++) { v[i].state = BENCH_MET; v[i].beyond_noise = 1; }
+  char why[200];
+  assert_int_equal(bench_gate(v, 3, 0, why, sizeof why), DKB_OK);
+  assert_int_equal(bench_gate(v, 3, 1, why, sizeof why), DKB_OK);
+  v[1].beyond_noise = 0;  /* met at the edge */
+  assert_int_equal(bench_gate(v, 3, 0, why, sizeof why), DKB_OK);
+  assert_int_equal(bench_gate(v, 3, 1, why, sizeof why), DKB_FAIL);
+  assert_string_equal(why, "1 of 3 bench targets met only within the run's noise (at the edge)");
+  v[2].state = BENCH_NOT_MEASURED;
+  assert_int_equal(bench_gate(v, 3, 0, why, sizeof why), DKB_ENV);
+  assert_string_equal(why, "1 of 3 bench targets could not be measured on this host");
+  assert_int_equal(bench_gate(v, 3, 1, why, sizeof why), DKB_FAIL);  /* the edge is the kernel's, the host's after */
+  v[0].state = BENCH_MISSED;
+  v[0].beyond_noise = 0;  /* missed at the edge is missed */
+  for (int margin = 0; margin < 2; margin++) {
+    assert_int_equal(bench_gate(v, 3, margin, why, sizeof why), DKB_FAIL);
+    assert_string_equal(why, "1 of 3 bench targets missed");
+  }
+  assert_int_equal(bench_gate(v, 0, 0, why, sizeof why), DKB_ENV);
+  assert_string_equal(why, "--require-targets: no bench target was judged: the matrix sets none");
+  assert_int_equal(bench_gate(v, 0, 1, why, sizeof why), DKB_ENV);
+  assert_string_equal(why, "--require-margin: no bench target was judged: the matrix sets none");
+  /* through the command: the flag is parsed and the gate runs after the results are written */
+  struct run_result r;
+  run_sh(&r, "build/dkb bench fixtures/decode/dk128-dv64.json -o %s/bench-margin --no-roofline --max-time 0.05 --require-margin",
+         tmp_dir());
+  if (r.rc != 4) fail_msg("exit %d, want 4\n%s%s", r.rc, r.out, r.err);
+  assert_non_null(strstr(r.err, "dkb: error: --require-margin: no bench target was judged: the matrix sets none\n"));
+  assert_non_null(strstr(r.out, "wrote "));
+  run_result_release(&r);
+}
+
 DKB_TEST_GROUP(bench, cmocka_unit_test(bench_writes_table_csv_json_and_svg),
                cmocka_unit_test(bench_records_no_figure_for_a_case_it_did_not_time),
                cmocka_unit_test(bench_counters_give_each_case_its_dram_bytes_or_say_why_not),
@@ -522,6 +561,7 @@ DKB_TEST_GROUP(bench, cmocka_unit_test(bench_writes_table_csv_json_and_svg),
                cmocka_unit_test(bench_fraction_targets_need_k_v_from_dram_when_counters_say_so),
                cmocka_unit_test(bench_targets_errors_and_require_targets),
                cmocka_unit_test(bench_refuses_an_empty_matrix_and_a_target_gate_with_nothing_to_judge),
+               cmocka_unit_test(the_target_gates_fail_missed_edge_and_unmeasured_targets),
                cmocka_unit_test(bench_chart_plots_masked_calls_at_their_visible_fraction_and_reads_beside_them),
                cmocka_unit_test(bench_excess_is_the_median_beyond_the_floor_and_the_read_at_the_roofline),
                cmocka_unit_test(bench_read_fraction_is_the_same_bytes_read_over_the_median),
