@@ -163,7 +163,6 @@ static void print_summary(const struct bench_matrix *m, const struct bench_tally
 /* The matrix's targets, judged on level-6 results only, and how many were met, missed and not measured. */
 static void print_targets(const struct bench_matrix *m, const char *matrix, const struct bench_outcome *o) {
   const struct bench_verdict *v = o->v;
-  int missed = 0, unmeasured = 0, clear[2] = {0, 0};  /* clear: met, missed by more than the noise band */
   for (int i = 0; i < o->nv; i++) {
     if (!i) printf("targets (%s):\n", matrix ? matrix : m->name);
     const char *got = "";
@@ -188,13 +187,12 @@ static void print_targets(const struct bench_matrix *m, const char *matrix, cons
     if (isfinite(v[i].noise_pct) && !v[i].beyond_noise) snprintf(edge, sizeof edge, " (at the edge: noise %.2f%%)", v[i].noise_pct);
     printf("  %-12s %-34s %s%s%s%s%s%s%s\n", bench_verdict_name(v[i].state), vc->name, v[i].what,
            *got ? ": " : v[i].l2_served ? " (not a DRAM figure)" : " (no level-6 measurement)", got, edge, need, slow, dram);
-    missed += v[i].state == BENCH_MISSED;
-    unmeasured += v[i].state == BENCH_NOT_MEASURED;
-    clear[v[i].state == BENCH_MISSED] += v[i].state != BENCH_NOT_MEASURED && v[i].beyond_noise;
   }
+  struct bench_target_count c;
+  bench_count_targets(v, o->nv, &c);
   if (o->nv)
-    printf("targets: %d met (%d beyond the noise), %d missed (%d beyond the noise), %d not measured\n",
-           o->nv - missed - unmeasured, clear[0], missed, clear[1], unmeasured);
+    printf("targets: %d met (%d beyond the noise), %d missed (%d beyond the noise), %d not measured\n", c.met,
+           c.met_beyond, c.missed, c.missed_beyond, c.unmeasured);
 }
 
 /* usage: dkb bench [FIXTURE... | --matrix FILE] [-o DIR] [--backend A,B,...] [--plugin PATH]... [--graph] [--cold]

@@ -114,21 +114,30 @@ const char *bench_verdict_name(enum bench_verdict_state s) {
   return s == BENCH_MET ? "met" : s == BENCH_MISSED ? "missed" : "not_measured";
 }
 
-int bench_gate(const struct bench_verdict *v, int nv, int margin, char *why, size_t n) {
-  int missed = 0, edge = 0, unmeasured = 0;
+void bench_count_targets(const struct bench_verdict *v, int nv, struct bench_target_count *c) {
+  memset(c, 0, sizeof *c);
   for (int i = 0; i < nv; i++) {
-    missed += v[i].state == BENCH_MISSED;
-    edge += v[i].state == BENCH_MET && !v[i].beyond_noise;
-    unmeasured += v[i].state == BENCH_NOT_MEASURED;
+    const int met = v[i].state == BENCH_MET, missed = v[i].state == BENCH_MISSED;
+    c->met += met;
+    c->missed += missed;
+    c->unmeasured += v[i].state == BENCH_NOT_MEASURED;
+    c->met_beyond += met && v[i].beyond_noise;
+    c->missed_beyond += missed && v[i].beyond_noise;
   }
+}
+
+int bench_gate(const struct bench_verdict *v, int nv, int margin, char *why, size_t n) {
+  struct bench_target_count c;
+  bench_count_targets(v, nv, &c);
+  const int edge = c.met - c.met_beyond;
   if (!nv) {  /* a gate that judged nothing has not passed */
     snprintf(why, n, "%s: no bench target was judged: the matrix sets none", margin ? "--require-margin" : "--require-targets");
     return DKB_ENV;
   }
-  if (missed) return snprintf(why, n, "%d of %d bench targets missed", missed, nv), DKB_FAIL;
+  if (c.missed) return snprintf(why, n, "%d of %d bench targets missed", c.missed, nv), DKB_FAIL;
   if (margin && edge)
     return snprintf(why, n, "%d of %d bench targets met only within the run's noise (at the edge)", edge, nv), DKB_FAIL;
-  if (unmeasured) return snprintf(why, n, "%d of %d bench targets could not be measured on this host", unmeasured, nv), DKB_ENV;
+  if (c.unmeasured) return snprintf(why, n, "%d of %d bench targets could not be measured on this host", c.unmeasured, nv), DKB_ENV;
   return DKB_OK;
 }
 

@@ -162,6 +162,10 @@ int bench_l2_served(const struct bench_matrix *m, const struct bench_case *bc);
  * target but "median <= B's"). Returns the count (<= cap). */
 int bench_judge(const struct bench_matrix *m, const struct bench_roofline *r, struct bench_verdict *v, int cap);
 const char *bench_verdict_name(enum bench_verdict_state s);
+/* How many of a run's verdicts were met, missed and not measured, and of the met and missed how many by
+ * more than the run's noise (beyond_noise). */
+struct bench_target_count { int met, met_beyond, missed, missed_beyond, unmeasured; };
+void bench_count_targets(const struct bench_verdict *v, int nv, struct bench_target_count *c);
 /* The gate over a run's verdicts (dkb bench --require-targets; margin: --require-margin, the issue's rule
  * that a target holds only beyond its run's noise): DKB_OK when every target is met (with margin: beyond
  * the noise); DKB_FAIL when one is missed, or with margin met only at the edge; else DKB_ENV when one
