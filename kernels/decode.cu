@@ -41,6 +41,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include <algorithm>
 #include <type_traits>
 
 #include "kernels/decode.h"
@@ -78,7 +79,6 @@ struct Instance {
 // CTAs of `smem` bytes of dynamic shared memory an H100/H200 SM holds: 228 KiB, 1 KiB of each CTA's
 // reserved. A plan made without a device (no occupancy to ask) counts no more than this.
 constexpr int smem_ctas(int smem) { return 228 / ((smem + 1023) / 1024 + 1); }
-constexpr int min_int(int a, int b) { return a < b ? a : b; }
 
 template <typename T, int D, int R, int NT>
 Instance make() {
@@ -86,7 +86,7 @@ Instance make() {
   // Built for no count (__launch_bounds__(NT)): the wave counts 2, as it did for every producer before
   // the d = 64 tensor-core ones were built for 4.
   return Instance{decode_split_kv_producer<T, D, R, NT>, NT, K::SMEM, K::NTOK, nullptr, nullptr, false,
-                  min_int(2, smem_ctas(K::SMEM)), 0, 0};
+                  std::min(2, smem_ctas(K::SMEM)), 0, 0};
 }
 
 int pad_dim(int d) { return d <= 64 ? 64 : d <= 128 ? 128 : d <= 256 ? 256 : 0; }
@@ -131,7 +131,7 @@ Instance make_mma() {
   constexpr int smem = D == 128 ? kTwoPerSmSmem : K::SMEM + kPageSpare;
   static_assert(smem_ctas(smem) == smem_ctas(smem + K::Q_BYTES), "two heads keep the CTAs per SM");
   return Instance{decode_split_kv_producer_mma<T, D, EARLY>, K::NT, smem, K::NTOK, decode_split_kv_fused_mma<T, D, EARLY>,
-                  decode_split_kv_producer2_mma<T, D, EARLY>, true, min_int(K::MIN_CTAS, smem_ctas(smem)), smem + K::Q_BYTES,
+                  decode_split_kv_producer2_mma<T, D, EARLY>, true, std::min(K::MIN_CTAS, smem_ctas(smem)), smem + K::Q_BYTES,
                   (smem - K::SMEM - K::Q_BYTES) / 4};
 }
 template <typename T, int D>
