@@ -99,7 +99,7 @@ $(BUILD)/tests/fake-nvml/libnvidia-ml.so.1: tests/data/fake_nvml.c
 	$(Q)$(CC) -std=c11 -Wall -Wextra -O2 -shared -fPIC -o $@ $<
 $(BUILD)/dkb_tests: $(BUILD)/tests/fake-nvml/libnvidia-ml.so.1
 # dkb's test plugin (tests/plugin/test_plugin.c), once per variant, each breaking one rule of the ABI.
-TEST_PLUGIN_VARIANTS := ok abi2 noentry dupname admitfail planfail badws badlse badjson badkernel merge
+TEST_PLUGIN_VARIANTS := ok abi2 noentry dupname admitfail planfail badws badlse badjson badkernel merge unreported
 TEST_PLUGINS := $(TEST_PLUGIN_VARIANTS:%=$(BUILD)/tests/plugins/libtest_%.so)
 TEST_PLUGIN_FLAGS := -std=c11 -Wall -Wextra -O2 -shared -fPIC -fvisibility=hidden -I.
 $(BUILD)/tests/plugins/provenance.c: tests/plugin/test_plugin.c tests/plugin/chain.json tools/gen_provenance.py FORCE

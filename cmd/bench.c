@@ -22,6 +22,14 @@ static int worse(int rc, int code) {
   return rc == DKB_OK || code == DKB_FAIL ? code : rc;
 }
 
+/* A case's split as its row prints it: "-" where the backend does not report one. */
+struct split_text { char s[16]; };
+static struct split_text split_text(int splits) {
+  struct split_text t = {"-"};
+  if (splits != DKB_SPLITS_UNREPORTED) snprintf(t.s, sizeof t.s, "%d", splits);
+  return t;
+}
+
 /* A timed case's row: its median, noise, bandwidths, fractions (with a roofline), excess and same-bytes read. */
 static void print_row(const struct bench_case *bc, int roofline_measured) {
   char noise[16] = "-";  /* the samples' relative stdev: how far to trust the median */
@@ -37,8 +45,8 @@ static void print_row(const struct bench_case *bc, int roofline_measured) {
   if (bc->read_us > 0) snprintf(rd, sizeof rd, "%.2f", bc->read_us);
   if (isfinite(bc->read_fraction)) snprintf(rf, sizeof rf, "%.3f", bc->read_fraction);
   if (bc->backend[0]) printf("%-22s ", bc->backend);
-  printf("%-34s %-15s %5d %6.0f %4d %7d %10.2f %6s %7.3f %6s %8.3f %6s %7s %8s %6s %5d\n", bc->name, bc->layout, bc->B,
-         bc->mean_len, bc->H_q / bc->H_kv, bc->splits, bc->median_us, noise, bc->tbps, frac, bc->visible_tbps, vfrac, excess, rd, rf,
+  printf("%-34s %-15s %5d %6.0f %4d %7s %10.2f %6s %7.3f %6s %8.3f %6s %7s %8s %6s %5d\n", bc->name, bc->layout, bc->B,
+         bc->mean_len, bc->H_q / bc->H_kv, split_text(bc->splits).s, bc->median_us, noise, bc->tbps, frac, bc->visible_tbps, vfrac, excess, rd, rf,
          bc->level);
 }
 
@@ -69,8 +77,8 @@ static void print_case(void *ctx, const struct bench_matrix *m, const struct ben
   if (bc->median_us > 0) print_row(bc, t->roofline_measured);
   else {  /* no figure, not zeros that read as one; the line below says why */
     if (bc->backend[0]) printf("%-22s ", bc->backend);
-    printf("%-34s %-15s %5d %6.0f %4d %7d  not measured (level %d, %s)\n", bc->name, bc->layout, bc->B, bc->mean_len,
-           bc->H_q / bc->H_kv, bc->splits, bc->level, bc->terminal);
+    printf("%-34s %-15s %5d %6.0f %4d %7s  not measured (level %d, %s)\n", bc->name, bc->layout, bc->B, bc->mean_len,
+           bc->H_q / bc->H_kv, split_text(bc->splits).s, bc->level, bc->terminal);
     if (bench_unmeasured_note(bc, note, sizeof note)) printf("  %s\n", note);
   }
   if (bench_clock_note(bc, note, sizeof note)) printf("  clocks: %s %s\n", bc->name, note);

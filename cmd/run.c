@@ -215,7 +215,9 @@ int cmd_run(int argc, char **argv) {
       if (terminal_reason == (pass == 0)) print_reason(id, json_string_value(json_object_get(r, "detail")), no_driver);
     }
   printf("  backend     %s\n", res.selected[0] ? res.selected : "none selected");
-  printf("  plan        split %d%s; tiles SKIP %lld FULL %lld PARTIAL %lld\n", res.splits, res.direct ? " (direct output)" : "",
+  char split[48] = "unreported (the backend's engine picks its own)";
+  if (res.splits != DKB_SPLITS_UNREPORTED) snprintf(split, sizeof split, "%d", res.splits);
+  printf("  plan        split %s%s; tiles SKIP %lld FULL %lld PARTIAL %lld\n", split, res.direct ? " (direct output)" : "",
          res.tiles[0], res.tiles[1], res.tiles[2]);
   if (res.kernels[0]) printf("  kernels     %s\n", res.kernels);
   if (res.correctness >= 0)

@@ -59,6 +59,9 @@ static void call_plan(struct lctx *c, const json_t *d, const json_t *plan) {
   if (split >= 0 && want_split >= 0 && split != want_split)
     lad_finding(c, "dispatch_contradicts_plan", "/dispatch/split_count", "split_count %lld, the plan record gives %lld (%s)",
                 split, want_split, one ? "its combine is none: one pass" : "max_slots_per_request");
+  if (json_is_null(json_object_get(d, "split_count")) && want_split >= 0)  /* dkb's planner always knows its split */
+    lad_finding(c, "dispatch_contradicts_plan", "/dispatch/split_count", "split_count null (unreported), the plan record gives %lld (%s)",
+                want_split, one ? "its combine is none: one pass" : "max_slots_per_request");
   if (ws >= 0 && want_ws >= 0 && ws != want_ws)
     lad_finding(c, "dispatch_contradicts_plan", "/dispatch/workspace_bytes", "workspace_bytes %lld, the plan record gives %lld (%s)",
                 ws, want_ws, one ? "its combine is none: no workspace" : "/dispatch/plan/workspace_bytes");

@@ -187,9 +187,10 @@ static void check_outcome(struct lctx *c, const struct selection *s) {
   else if (s->oc > 0) check_not_selected(c, s, eligible_in_domain(req_i >= 0 ? json_array_get(s->cands, (size_t)req_i) : NULL));
 }
 
-/* The plan key agrees with the call key and with the dispatch record. */
+/* The plan key agrees with the call key and with the dispatch record (split: NULL when the record has none,
+ * unreported: its split_count is null, the backend's own and not exposed). */
 static void check_plan_key(struct lctx *c, const json_t *pk, const json_t *ck, const char *sel, const long long *split,
-                           const long long *ws) {
+                           int unreported, const long long *ws) {
   const char *k;
   json_t *v;
   json_object_foreach((json_t *)pk, k, v) {
@@ -206,6 +207,8 @@ static void check_plan_key(struct lctx *c, const json_t *pk, const json_t *ck, c
     lad_finding(c, "plan_key_contradicts_dispatch", "/dispatch/plan_key/backend", "plan for '%s', selected '%s'", pb, sel);
   if (ps && split && !(json_is_integer(ps) && json_integer_value(ps) == *split))
     lad_finding(c, "plan_key_contradicts_dispatch", "/dispatch/plan_key/split_count", "plan key split_count differs from /dispatch/split_count %lld", *split);
+  if (ps && unreported && !json_is_null(ps))
+    lad_finding(c, "plan_key_contradicts_dispatch", "/dispatch/plan_key/split_count", "plan key split_count is not null, as /dispatch/split_count is (unreported)");
   if (pw && ws && !(json_is_integer(pw) && json_integer_value(pw) == *ws))
     lad_finding(c, "plan_key_contradicts_dispatch", "/dispatch/plan_key/workspace_bytes", "plan key workspace_bytes differs from /dispatch/workspace_bytes %lld", *ws);
 }
@@ -224,14 +227,16 @@ static int declares_fused(const json_t *be) {
 /* The selected backend's plan state: split count, workspace bytes, plan key, required kernels. */
 static void check_plan(struct lctx *c, const json_t *d, const json_t *ck, const struct selection *s) {
   long long split = 0, ws = 0;
-  int have_split = LAD_READ(c, jr_int, d, "/dispatch", "split_count", 1, LLONG_MAX, &split);
+  /* null: the backend does not expose its split (0x0BE records it "when exposed"); no rule below reads one */
+  const int unreported = json_is_null(json_object_get(d, "split_count"));
+  int have_split = !unreported && LAD_READ(c, jr_int, d, "/dispatch", "split_count", 1, LLONG_MAX, &split);
   int have_ws = LAD_READ(c, jr_int, d, "/dispatch", "workspace_bytes", 0, LLONG_MAX, &ws);
   const json_t *pk = lad_member(c, d, "/dispatch", "plan_key", JSON_OBJECT), *rk = NULL;
   LAD_READ(c, jr_str_array, d, "/dispatch", "required_kernels", 1, &rk);
   if (c->bad) return;
   c->split_count = have_split ? split : 0;
   int selected = s->oc == 0;
-  if (selected && !have_split) lad_finding(c, "split_count_missing", "/dispatch/split_count", "no split count for the selected plan");
+  if (selected && !have_split && !unreported) lad_finding(c, "split_count_missing", "/dispatch/split_count", "no split count for the selected plan");
   if (selected && !have_ws) lad_finding(c, "workspace_bytes_missing", "/dispatch/workspace_bytes", "no workspace size for the selected plan");
   if (have_split && have_ws && split > 1 && ws == 0 && !declares_fused(lad_backend(c)))
     lad_finding(c, "workspace_inconsistent", "/dispatch/workspace_bytes",
@@ -239,7 +244,7 @@ static void check_plan(struct lctx *c, const json_t *d, const json_t *ck, const 
   if (selected && !pk) lad_finding(c, "plan_key_missing", "/dispatch/plan_key", "no readable plan key");
   if (selected || pk || json_object_get(d, "plan_key_sha256"))
     check_digest(c, d, pk, "plan_key_sha256", "plan_key_sha256_missing", "plan_key_sha256_mismatch", "plan key");
-  if (pk) check_plan_key(c, pk, ck, s->sel, have_split ? &split : NULL, have_ws ? &ws : NULL);
+  if (pk) check_plan_key(c, pk, ck, s->sel, have_split ? &split : NULL, unreported, have_ws ? &ws : NULL);
   if (selected && (!rk || !json_array_size(rk)))
     lad_finding(c, "required_kernels_missing", "/dispatch/required_kernels", "no kernel list for the selected plan");
 }

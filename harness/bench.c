@@ -10,6 +10,7 @@
 #include "lib/jread.h"
 #include "harness/nvml.h"
 #include "harness/timing.h"
+#include "include/dkb/backend.h"
 #include "evidence/bundle.h"
 #include "kernels/kernels.h"
 #include "oracles/dtype.h"
@@ -412,13 +413,14 @@ static json_t *figure(int has, double x) { return has ? json_real(x) : json_null
 
 static json_t *case_json(const struct bench_case *bc, const struct bench_roofline *r) {
   const int timed = bc->median_us > 0, frac = timed && r->measured;
-  json_t *c = json_pack("{s:s,s:s,s:s,s:i,s:i,s:i,s:i,s:i,s:s,s:f,s:b,s:i,s:s,s:o,s:f,s:f,s:f,s:o,s:o,s:o,s:o,s:i,s:{s:I,s:I,s:I},s:s,s:o}",
+  json_t *c = json_pack("{s:s,s:s,s:s,s:i,s:i,s:i,s:i,s:i,s:s,s:f,s:b,s:i,s:s,s:o,s:f,s:f,s:f,s:o,s:o,s:o,s:o,s:o,s:{s:I,s:I,s:I},s:s,s:o}",
                    "name", bc->name, "fixture", bc->fixture, "layout", bc->layout, "B", bc->B, "S_q", bc->C, "H_q",
                    bc->H_q, "H_kv", bc->H_kv, "d", bc->d, "dtype", bc->dtype, "mean_kv_len", bc->mean_len, "ran",
                    bc->ran, "level", bc->level, "terminal", bc->terminal, "median_us", figure(timed, bc->median_us), "io_bytes",
                    bc->io_bytes, "kv_bytes", bc->kv_bytes, "visible_kv_bytes", bc->visible_kv_bytes, "tbps", figure(timed, bc->tbps),
                    "roofline_fraction", figure(frac, bc->frac), "visible_tbps", figure(timed, bc->visible_tbps),
-                   "visible_roofline_fraction", figure(frac, bc->visible_frac), "splits", bc->splits, "tiles", "SKIP",
+                   "visible_roofline_fraction", figure(frac, bc->visible_frac), "splits",
+                   bc->splits == DKB_SPLITS_UNREPORTED ? json_null() : json_integer(bc->splits), "tiles", "SKIP",
                    (json_int_t)bc->tiles[0], "FULL", (json_int_t)bc->tiles[1], "PARTIAL", (json_int_t)bc->tiles[2], "bundle",
                    bc->bundle_dir, "forced_splits", bc->forced_splits ? json_integer(bc->forced_splits) : json_null());
   json_object_set_new(c, "backend", bc->backend[0] ? json_string(bc->backend) : json_null());
@@ -587,12 +589,14 @@ int bench_write(const char *dir, const struct bench_matrix *m, const struct benc
       }
     }
     char mhz[16] = "", slow[8] = "";  /* empty when NVML reported no clocks */
+    char split[16] = "";               /* empty when the backend does not report its split */
+    if (bc->splits != DKB_SPLITS_UNREPORTED) snprintf(split, sizeof split, "%d", bc->splits);
     if (bc->clocks_reported) {
       if (bc->sm_mhz[1] >= 0) snprintf(mhz, sizeof mhz, "%d", bc->sm_mhz[1]);
       snprintf(slow, sizeof slow, "%d", dkb_nvml_reasons_slow(bc->clock_reasons));
     }
-    dkb_buf_addf(&b, "%s,%s,%d,%d,%d,%d,%d,%s,%.1f,%d,%s,%.0f,%s,%s,%s,%s,%lld,%lld,%lld,%d,%s,%lld,%d,%s,%s,%s,%s,%s,%s,%s\n",
-                 bc->name, bc->layout, bc->B, bc->C, bc->H_q, bc->H_kv, bc->d, bc->dtype, bc->mean_len, bc->splits, med,
+    dkb_buf_addf(&b, "%s,%s,%d,%d,%d,%d,%d,%s,%.1f,%s,%s,%.0f,%s,%s,%s,%s,%lld,%lld,%lld,%d,%s,%lld,%d,%s,%s,%s,%s,%s,%s,%s\n",
+                 bc->name, bc->layout, bc->B, bc->C, bc->H_q, bc->H_kv, bc->d, bc->dtype, bc->mean_len, split, med,
                  bc->io_bytes, tb, fr, vtb, vfr, bc->tiles[0], bc->tiles[1], bc->tiles[2], bc->level, rs, bc->samples, bc->graph,
                  ex, mhz, slow, rd, rf, bc->backend, bc->selected);
   }

@@ -58,7 +58,7 @@ struct bench_case {
    * dram_measured 0: not collected. */
   int dram_measured;
   double dram_read_bytes, dram_kv_ratio;
-  int splits;
+  int splits;               /* the plan's; DKB_SPLITS_UNREPORTED (0) when the backend does not say */
   long long tiles[3];
   char bundle_dir[600];
   /* targets of the matrix entry (its "auto" case only); 0 / -1 when none */

@@ -20,7 +20,8 @@ static const char *const ROLES[] = {"producer", "combine", "fused", "append", "o
 static const char *const MATCHES[] = {"symbol", "function", "prefix"};
 
 int run_evidence_plan_check(const struct dkb_plan *p, int graph, char *why, size_t n) {
-  if (p->splits < 1) return snprintf(why, n, "plan splits=%d (must be >= 1)", (int)p->splits), -1;
+  if (p->splits < DKB_SPLITS_UNREPORTED)
+    return snprintf(why, n, "plan splits=%d (must be >= 1, or DKB_SPLITS_UNREPORTED)", (int)p->splits), -1;
   if (p->n_workspaces < 0 || p->n_workspaces > DKB_MAX_WORKSPACES)
     return snprintf(why, n, "plan lists %d workspaces (0 to %d)", (int)p->n_workspaces, DKB_MAX_WORKSPACES), -1;
   for (int i = 0; i < p->n_workspaces; i++) {
@@ -115,16 +116,18 @@ int run_evidence_dispatch(json_t *bundle, const char *dir, const struct decode_c
   json_object_set_new(bundle, "dispatch", disp);
   if (!sel || !plan) return 0;
   const long long ws = run_evidence_workspace_bytes(plan);
-  json_object_set_new(disp, "split_count", json_integer(plan->splits));
+  /* null: the backend does not expose its split (0x0BE records it "when exposed"), not a split of 1 */
+  json_t *split = plan->splits == DKB_SPLITS_UNREPORTED ? json_null() : json_integer(plan->splits);
+  json_object_set_new(disp, "split_count", json_incref(split));
   json_object_set_new(disp, "workspace_bytes", json_integer(ws));
   json_object_set_new(disp, "plan", json_loads(plan->plan_json, JSON_REJECT_DUPLICATES, NULL));
   json_object_set_new(disp, "backend", backend_json(sel, plan));
   json_t *key = json_object_get(disp, "call_key");
-  json_t *pk = json_pack("{s:s,s:s,s:i,s:i,s:i,s:i,s:s,s:s,s:O,s:b,s:s,s:i,s:I}", "backend", sel->t->name,
+  json_t *pk = json_pack("{s:s,s:s,s:i,s:i,s:i,s:i,s:s,s:s,s:O,s:b,s:s,s:o,s:I}", "backend", sel->t->name,
                          "cache_layout", json_string_value(json_object_get(key, "cache_layout")), "H_q", c->H_q, "H_kv",
                          c->H_kv, "d_qk", c->dk, "d_v", c->dv, "q_dtype", dkb_dtype_name(c->dtype), "kv_dtype",
                          dkb_dtype_name(c->dtype), "page_size", json_object_get(key, "page_size"), "graph_mode", c->graph,
-                         "workspace_abi", c->abi == DKB_ABI_MLU ? "mlu" : "lse_o", "split_count", (int)plan->splits,
+                         "workspace_abi", c->abi == DKB_ABI_MLU ? "mlu" : "lse_o", "split_count", split,
                          "workspace_bytes", (json_int_t)ws);
   json_object_set_new(disp, "plan_key", pk);
   if (plan->n_kernels) {

@@ -207,7 +207,7 @@ static int stage_dispatch(struct run *r, struct dkb_err *err) {
     }
     if (r->sel->lib) {
       /* direct: one split and no merge kernel declared; a backend's merge may run at one split (FlashInfer's
-       * graph mode by design, cuDNN whenever its engine splits on its own: its split count is a lower bound) */
+       * graph mode by design); an unreported split is never direct */
       int merge = 0;
       for (int k = 0; k < r->plan.n_kernels; k++) merge |= r->plan.kernels[k].role == DKB_KERNEL_COMBINE;
       res->splits = r->plan.splits;
@@ -226,8 +226,11 @@ static int stage_dispatch(struct run *r, struct dkb_err *err) {
                          r->dev.dev.name);
     cudaGetLastError();
   }
-  progress(r, "plan", "%s: split %d, %d work items; tiles SKIP %lld FULL %lld PARTIAL %lld",
-           r->sel ? r->sel->t->name : "no backend", r->sel ? r->plan.splits : 0, r->sel ? r->plan.work_items : 0,
+  char split[16];
+  if (r->sel && r->plan.splits == DKB_SPLITS_UNREPORTED) snprintf(split, sizeof split, "unreported");
+  else snprintf(split, sizeof split, "%d", r->sel ? (int)r->plan.splits : 0);
+  progress(r, "plan", "%s: split %s, %d work items; tiles SKIP %lld FULL %lld PARTIAL %lld",
+           r->sel ? r->sel->t->name : "no backend", split, r->sel ? r->plan.work_items : 0,
            (long long)r->ref.tiles[0], (long long)r->ref.tiles[1], (long long)r->ref.tiles[2]);
   if (!r->sel) {
     const char *terminal = r->ba->a.outcome == ADM_FORCED_ERROR ? "backend_rejected" : "no_eligible_backend";

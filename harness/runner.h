@@ -38,7 +38,8 @@ struct run_result {
   double median_us;          /* timing median, 0 when not timed */
   double kv_bytes, io_bytes; /* unique K/V payload (visible tiles) and K/V + Q + O bytes */
   double visible_kv_bytes;
-  int splits;                /* split count of the plan */
+  int splits;                /* split count of the plan; DKB_SPLITS_UNREPORTED (0): the backend's engine
+                              * picks its own and does not say */
   int direct;                /* the plan writes O directly: one split, no combine kernel declared */
   char selected[64];         /* selected backend, "" when none */
   char kernels[512];         /* observed kernel symbols (demangled, short), comma separated */

@@ -263,6 +263,40 @@ static void ledgers_are_required(void **s) {
   json_decref(b);
 }
 
+/* b with split_count v in its dispatch record and (key: also) its plan key, the key's digest recomputed. */
+static void set_split(json_t *b, json_t *v, int key) {
+  if (key) set_at(b, "/dispatch/plan_key/split_count", json_incref(v));
+  set_at(b, "/dispatch/split_count", v);
+  char hex[65];
+  struct dkb_err err;
+  assert_int_equal(cjson_digest(jr_resolve(b, "/dispatch/plan_key"), hex, &err), 0);
+  set_at(b, "/dispatch/plan_key_sha256", json_string(hex));
+}
+
+/* A backend that does not expose its split (cuDNN's engine picks its own) records split_count null, which
+ * 0x0BE allows ("when exposed"): the H200's cuDNN bundle so recorded holds its level. dkb's own planner
+ * always knows its split, so a null there contradicts the plan record, and a plan key must agree. */
+static void an_unreported_split_is_recorded_as_null_and_holds_only_for_a_plugin(void **s) {
+  (void)s;
+  const char *cudnn = "fixtures/captured/bundles/cudnn_sdpa-default";
+  char path[256];
+  snprintf(path, sizeof path, "%s/bundle.json", cudnn);
+  json_t *b = load(path);
+  expect(b, cudnn, NULL, 6, NULL, NULL, "the captured cuDNN bundle");
+  set_split(b, json_null(), 1);
+  expect(b, cudnn, NULL, 6, NULL, NULL, "the cuDNN bundle, its split unreported");
+  set_split(b, json_integer(1), 0);
+  expect(b, cudnn, NULL, 3, "plan_key_contradicts_dispatch", "/dispatch/plan_key/split_count", "split 1, the plan key's null");
+  set_split(b, json_integer(1), 1);
+  set_split(b, json_null(), 0);
+  expect(b, cudnn, NULL, 3, "plan_key_contradicts_dispatch", "/dispatch/plan_key/split_count", "split null, the plan key's 1");
+  json_decref(b);
+  b = load(CAPTURED "/bundle.json");
+  set_split(b, json_null(), 1);
+  expect(b, CAPTURED, NULL, 3, "dispatch_contradicts_plan", "/dispatch/split_count", "dkb's own backend, its split null");
+  json_decref(b);
+}
+
 /* An artifact beside the bundle must be a file of the folder: a symbolic link, to the right bytes outside
  * the folder or inside it, is refused with its pointer; so is one changed byte of the same size. */
 static void artifacts_are_the_folders_own_bytes(void **s) {
@@ -440,4 +474,5 @@ DKB_TEST_GROUP(ladder, cmocka_unit_test(artifact_files_count_only_when_the_folde
                cmocka_unit_test(wrong_type_is_not_a_bundle),
                cmocka_unit_test(bundle_write_claims_exactly_what_it_proves),
                cmocka_unit_test(captured_fields_recompute_from_artifacts_key_and_plan), cmocka_unit_test(ledgers_are_required),
+               cmocka_unit_test(an_unreported_split_is_recorded_as_null_and_holds_only_for_a_plugin),
                cmocka_unit_test(artifacts_are_the_folders_own_bytes), cmocka_unit_test(thresholds_hold_at_their_edges))

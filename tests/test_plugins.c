@@ -127,6 +127,21 @@ static void a_plugin_plan_that_declares_a_merge_is_not_called_direct(void **s) {
   run_result_release(&r);
 }
 
+/* A plugin whose engine picks a split it does not report (DKB_SPLITS_UNREPORTED, as cuDNN's) is said to:
+ * the summary, the dispatch record and its plan key say none, not 1, and the ladder finds nothing missing. */
+static void a_plugin_that_does_not_report_its_split_is_recorded_with_none(void **s) {
+  (void)s;
+  struct run_result r;
+  run_sh(&r, "/usr/bin/python3 tests/jsontool.py edit fixtures/decode/dk128-dv64.json %s/unrep-call.json set /split '{\"policy\": \"auto\"}' && "
+             "build/dkb run %s/unrep-call.json -o %s/unrep --plugin " TP "unreported.so --backend test_backend | grep '^  plan ' && "
+             "/usr/bin/python3 tests/jsontool.py get --json %s/unrep/bundle.json /dispatch/selected /dispatch/split_count /dispatch/plan_key/split_count && "
+             "build/dkb validate --json %s/unrep/bundle.json | grep -c split_count",
+         tmp_dir(), tmp_dir(), tmp_dir(), tmp_dir(), tmp_dir());
+  assert_string_equal(r.out, "  plan        split unreported (the backend's engine picks its own); tiles SKIP 0 FULL 7 PARTIAL 0\n"
+                             "\"test_backend\" null null\n0\n");
+  run_result_release(&r);
+}
+
 /* A backend's failure in its own words, and the exit code: a CUDA error by what caused it (a faulting
  * kernel: 1, the machine: 4), DKB_BACKEND_ERROR the thing under test (1). */
 static void a_backends_failure_carries_its_last_error_and_exit_code(void **s) {
@@ -243,6 +258,7 @@ DKB_TEST_GROUP(plugins, cmocka_unit_test(a_plugin_that_breaks_the_abi_is_refused
                cmocka_unit_test(dkb_backends_lists_every_backend_with_its_identity),
                cmocka_unit_test(a_plugin_whose_admit_or_plan_fails_ends_the_run_with_its_reason),
                cmocka_unit_test(a_plugin_plan_that_declares_a_merge_is_not_called_direct),
+               cmocka_unit_test(a_plugin_that_does_not_report_its_split_is_recorded_with_none),
                cmocka_unit_test(a_backends_failure_carries_its_last_error_and_exit_code),
                cmocka_unit_test(gpu_a_failed_launch_reports_the_backends_own_error),
                cmocka_unit_test(the_example_plugin_admits_the_capabilities_it_is_built_for),

@@ -69,6 +69,8 @@ enum dkb_abi_split { DKB_ABI_SPLIT_FIXED = 0, DKB_ABI_SPLIT_AUTO = 1, DKB_ABI_SP
 /* The most splits a call may ask for: fixed splits and capacity, and auto's max_splits, which defaults
  * to it (no cap but the backend's own). */
 #define DKB_ABI_MAX_SPLITS 1024
+/* struct dkb_plan's splits when the backend cannot say how many splits its engine runs. */
+#define DKB_SPLITS_UNREPORTED 0
 
 /* One frozen decode call. In admit only the scalars are set (every pointer is NULL: admission guards
  * the page-table and mask contracts, it does not enter them, article 0x07B); in plan the host arrays
@@ -200,7 +202,10 @@ struct dkb_kernel_decl {
 struct dkb_plan {
   uint32_t size;             /* sizeof(struct dkb_plan) of the dkb that passed it */
   int32_t splits;            /* the most K/V splits of any request (1: no request is split; a backend may
-                              * still run a merge kernel, as FlashInfer's graph-mode plan does) */
+                              * still run a merge kernel, as FlashInfer's graph-mode plan does), or
+                              * DKB_SPLITS_UNREPORTED: the backend's engine picks its split and does not
+                              * expose it (article 0x0BE records a split count "when exposed"); the bundle
+                              * then records none, and only the launched kernels show whether it split */
   int32_t work_items;        /* producer work items (CTAs of one head group), for the record */
   int32_t n_workspaces;
   struct dkb_workspace ws[DKB_MAX_WORKSPACES];

@@ -1,7 +1,9 @@
 /* test_plugin.c - a backend plugin of dkb's own tests (include/dkb/backend.h), built once per
  * TEST_PLUGIN_VARIANT (Makefile): ok (admits contiguous and ragged calls of one query row, plans a
  * scratch and a persistent workspace, launches nothing: its launch reports an error), and variants that
- * each break one rule: abi2, noentry, dupname, admitfail, planfail, badws, badlse, badjson, badkernel.
+ * each break one rule: abi2, noentry, dupname, admitfail, planfail, badws, badlse, badjson, badkernel;
+ * merge declares an optional merge kernel at one split, unreported one its engine may run at a split it
+ * does not report (as cuDNN's does).
  * It has no kernel, so a bundle selecting it never reaches level 5. */
 #include <stdio.h>
 #include <string.h>
@@ -19,6 +21,7 @@
 #define V_BADJSON 8
 #define V_BADKERNEL 9
 #define V_MERGE 10  /* a valid plan that declares an optional merge kernel at one split */
+#define V_UNREPORTED 11  /* the same with its split unreported (DKB_SPLITS_UNREPORTED) */
 #ifndef TEST_PLUGIN_VARIANT
 #define TEST_PLUGIN_VARIANT V_OK
 #endif
@@ -59,7 +62,7 @@ static int plan(const struct dkb_backend *self, const struct dkb_call *call, str
     snprintf(g_error, sizeof g_error, "plan was not shown the host arrays");
     return DKB_BACKEND_ERROR;
   }
-  p->splits = 1;
+  p->splits = TEST_PLUGIN_VARIANT == V_UNREPORTED ? DKB_SPLITS_UNREPORTED : 1;
   p->work_items = call->B * call->H_kv;
   p->n_workspaces = 2;
   snprintf(p->ws[0].name, sizeof p->ws[0].name, "scratch");
@@ -73,7 +76,7 @@ static int plan(const struct dkb_backend *self, const struct dkb_call *call, str
   p->kernels[0].role = DKB_KERNEL_FUSED;
   p->kernels[0].match = TEST_PLUGIN_VARIANT == V_BADKERNEL ? 5 : DKB_MATCH_SYMBOL;
   p->kernels[0].required = 1;
-  if (TEST_PLUGIN_VARIANT == V_MERGE) {  /* a merge that may run at one split, as cuDNN's lean reduction does */
+  if (TEST_PLUGIN_VARIANT == V_MERGE || TEST_PLUGIN_VARIANT == V_UNREPORTED) {  /* a merge that may run, as cuDNN's lean reduction does */
     p->n_kernels = 2;
     snprintf(p->kernels[1].name, sizeof p->kernels[1].name, "test_plugin_merge");
     p->kernels[1].role = DKB_KERNEL_COMBINE;
