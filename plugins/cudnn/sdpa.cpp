@@ -336,9 +336,9 @@ std::string describe(const struct dkb_call *c, const state &st, const arrays &a,
   j += ",\"v\":{\"dim\":" + json_ints(kdim) + ",\"stride\":" + json_ints(kv_strides(c, c->d_v, S)) + "}";
   j += ",\"o\":{\"dim\":" + json_ints({c->B, c->H_q, 1, c->d_v}) + "}";
   j += ",\"workspace_bytes\":" + std::to_string(ws_bytes);
-  /* The plan's splits = 1 is what the ABI can say, not what runs: the engine's own split shows in the trace. */
+  /* The engine's own split shows only in the trace: the plan reports none (DKB_SPLITS_UNREPORTED). */
   j += ",\"kv_split\":\"the engine's own, chosen at plan build and not reported (lean attention: the SDPA kernel's "
-       "grid x, merged by lean_reduction_kernel); the plan's split count of 1 is a lower bound\"";
+       "grid x, merged by lean_reduction_kernel)\"";
   j += ",\"kernel_prefix\":" + json_string(KERNEL_PREFIX) + "}";
   return j;
 }
@@ -372,7 +372,7 @@ void fill_plan(const struct dkb_call *c, state &st, const arrays &a, struct dkb_
   snprintf(plan->ws[st.ws_arrays].name, sizeof plan->ws[0].name, "plan_arrays");
   plan->ws[st.ws_arrays].bytes = st.image.size();
   plan->ws[st.ws_arrays].kind = DKB_WS_PERSISTENT;
-  plan->splits = 1;      /* a lower bound: the engine's own split is not reported (describe's kv_split) */
+  plan->splits = DKB_SPLITS_UNREPORTED; /* the engine's own, not exposed (describe's kv_split) */
   plan->work_items = 0; /* cuDNN's grid is not known before launch */
   plan->n_kernels = 2;
   snprintf(plan->kernels[0].name, sizeof plan->kernels[0].name, "%s", KERNEL_PREFIX);
