@@ -94,6 +94,7 @@ static void peers_judge_the_first_backend_against_each_that_admitted_the_call(vo
   fill(&m.cases[3], "b_backend", 11.9);  /* a slower by 0.8 %: missed, however small */
   fill(&m.cases[4], "a_backend", 5.0);
   fill(&m.cases[5], "", 0);              /* b refused the call: no peer */
+  m.cases[0].splits = 4, m.cases[2].splits = m.cases[4].splits = 1;  /* b, like cuDNN, reports none */
   struct bench_roofline r = {0};
   for (int i = 0; i < m.n; i++) bench_case_rates(&m.cases[i], &r);
   struct bench_verdict v[8];
@@ -119,6 +120,11 @@ static void peers_judge_the_first_backend_against_each_that_admitted_the_call(vo
               "/usr/bin/python3 tests/bench_check.py %s/flipped.json; echo rc=$?",
          dir, dir, dir, dir, dir);
   assert_string_equal(rr.out, "split1-direct median <= b_backend's: verdict met, recomputed missed\nrc=1\n");
+  run_result_release(&rr);
+  /* a split the backend did not report is null in bench.json and empty in bench.csv, not a 0 */
+  run_sh(&rr, "/usr/bin/python3 tests/jsontool.py get %s/bench.json /cases/*/splits && cut -d, -f10 %s/bench.csv | tr '\\n' ' '",
+         dir, dir);
+  assert_string_equal(rr.out, "[4, None, 1, None, 1, None]\nsplits 4  1  1  ");
   run_result_release(&rr);
   /* the same run read as two backends: each call is its fixture and split; a 9 % faster beyond the 2 % band,
    * 0.8 % slower within it; the call b refused is unmeasured */
