@@ -24,14 +24,7 @@ void assert_reason(const char *msg, const char *prefix, const char *file) {
 }
 
 void assert_capture_schema(const char *key, json_t *doc) {
-  static int have_jsonschema = -1;
-  if (have_jsonschema < 0) {
-    struct run_result r;
-    run_sh(&r, "/usr/bin/python3 -c 'import jsonschema'");
-    have_jsonschema = r.rc == 0;
-    run_result_release(&r);
-  }
-  if (!have_jsonschema) {
+  if (!have_jsonschema()) {
     print_message("[  INFO    ] %s: schema not checked, /usr/bin/python3 has no jsonschema here\n", key);
     json_decref(doc);
     return;

@@ -673,6 +673,10 @@ static void gpu_inject_test_program_runs_unchanged_and_attributed(void **s) {
   json_decref(sum);
   char glob[700];
   snprintf(glob, sizeof glob, "'%s'/calls/*.json", d);
+  if (!have_jsonschema()) {
+    print_message("[  INFO    ] bundles and records not checked against their schemas: /usr/bin/python3 has no jsonschema here\n");
+    return;
+  }
   schema_ok("trace.schema.json", glob);
   records_schema_ok(d);
 }

@@ -82,6 +82,17 @@ void assert_oracle_malformed(const char *name, const char *fixture, const char *
   run_result_release(&r);
 }
 
+int have_jsonschema(void) {
+  static int have = -1;
+  if (have < 0) {
+    struct run_result r;
+    run_sh(&r, "/usr/bin/python3 -c 'import jsonschema'");
+    have = r.rc == 0;
+    run_result_release(&r);
+  }
+  return have;
+}
+
 int have_gpu(char *reason, size_t n) {
   int count = 0;
   cudaError_t e = cudaGetDeviceCount(&count);

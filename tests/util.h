@@ -57,6 +57,10 @@ void plan_fixture(const char *path, struct decode_call *c, struct decode_inputs 
 /* Releases a planned fixture: its plan, inputs and call. */
 void release_planned(struct decode_call *c, struct decode_inputs *in, struct decode_plan *pl);
 
+/* 1 when /usr/bin/python3 can import jsonschema (tests/schema_check.py): `make test` installs it; a GPU
+ * machine that only received the binaries may lack it, and its GPU tests then say so and check the rest. */
+int have_jsonschema(void);
+
 /* 1 when a CUDA device is usable; reason gets why not. GPU tests skip with that reason printed. */
 int have_gpu(char *reason, size_t n);
 #define SKIP_WITHOUT_GPU()                                                \
