@@ -376,6 +376,86 @@ static json_t *checked_json(struct ctx *c, const char *sha) {
                    "a dump declares the same call key; dkb cannot prove its output is the output of the kernels observed in the range");
 }
 
+/* The loader maps a bundle cites, each once: maps[pos[s]] is process map s (the first of its equals). */
+struct cited_maps {
+  json_t *maps;
+  size_t *pos;  /* NONE: not cited */
+};
+
+/* Totals over a bundle's instances, for its summary row. */
+struct inst_totals {
+  size_t kernels, launches;
+  uint64_t gpu_ns;
+  int all_closed;
+};
+
+/* One instance of the range (range index r of x's process): its launches, kernels, copies, loader map. */
+static json_t *instance_json(struct ctx *c, const struct proc_ctx *x, size_t r, struct cited_maps *cm, struct inst_totals *t) {
+  const struct tr_proc *p = x->p;
+  const struct tr_range *rg = &p->ranges[r];
+  size_t launches = 0, captured = 0, missing = 0, nk = 0, incomplete = 0, ncp = 0, nms = 0;
+  uint64_t gpu = 0, lo = UINT64_MAX, hi = 0, cpb = 0, msb = 0;
+  for (size_t i = 0; i < p->nlaunches; i++) {
+    if (x->launch_inst[i] != r) continue;
+    const struct tr_launch *l = &p->launches[i];
+    if (l->outer) continue; /* the runtime call it was made by counts */
+    launches++;
+    if (l->capturing) { captured++; continue; }
+    if (l->kind == 'K' && l->rc == 0 && !x->kernel_ok[i]) missing++;
+  }
+  for (size_t i = 0; i < p->nkernels; i++) {
+    if (x->kernel_inst[i] != r) continue;
+    const struct tr_kernel *k = &p->kernels[i];
+    nk++;
+    if (!k->start || !k->end || k->end < k->start) { incomplete++; continue; }
+    gpu += k->end - k->start;
+    if (k->start < lo) lo = k->start;
+    if (k->end > hi) hi = k->end;
+  }
+  for (size_t i = 0; i < p->ncopies; i++) {
+    if (x->copy_inst[i] != r) continue;
+    if (p->copies[i].is_memset) { nms++; msb += p->copies[i].bytes; }
+    else { ncp++; cpb += p->copies[i].bytes; }
+  }
+  json_t *mref = json_null();
+  for (size_t i = 0; i < p->nmaps; i++)
+    if (x->map_inst[i] == r) {
+      size_t s = p->maps[i].same_as;
+      if (cm->pos[s] == NONE) {
+        cm->pos[s] = json_array_size(cm->maps);
+        json_array_append_new(cm->maps, map_json(c, &p->maps[s]));
+      }
+      mref = json_integer((json_int_t)cm->pos[s]);
+      break;
+    }
+  t->kernels += nk;
+  t->launches += launches;
+  t->gpu_ns += gpu;
+  t->all_closed &= rg->popped;
+  return json_pack("{s:I,s:I,s:i,s:b,s:o,s:I,s:I,s:I,s:I,s:I,s:I,s:o,s:I,s:I,s:I,s:I,s:o}", "id", (json_int_t)rg->id,
+                   "thread_id", (json_int_t)rg->tid, "depth", rg->depth, "closed", rg->popped, "cpu_ns",
+                   rg->popped ? json_integer((json_int_t)(rg->t_pop - rg->t_push)) : json_null(), "launch_calls",
+                   (json_int_t)launches, "captured_launches", (json_int_t)captured, "launches_without_record",
+                   (json_int_t)missing, "kernels", (json_int_t)nk, "incomplete_kernel_records", (json_int_t)incomplete,
+                   "gpu_ns", (json_int_t)gpu, "span_ns", hi > lo ? json_integer((json_int_t)(hi - lo)) : json_null(),
+                   "memcpys", (json_int_t)ncp, "memcpy_bytes", (json_int_t)cpb, "memsets", (json_int_t)nms, "memset_bytes",
+                   (json_int_t)msb, "loader_map", mref);
+}
+
+/* The modules the bundle's kernels came from. */
+static json_t *modules_json(const struct tr_proc *p, const unsigned char *used) {
+  json_t *modules = json_array();
+  for (size_t m = 0; m < p->nmodules; m++) {
+    if (!used[m]) continue;
+    const struct tr_module *md = &p->modules[m];
+    json_array_append_new(modules, json_pack("{s:I,s:I,s:o,s:s,s:I,s:o,s:b}", "id", (json_int_t)md->id, "bytes",
+                                             (json_int_t)md->bytes, "sha256", md->sha256[0] ? json_string(md->sha256) : json_null(),
+                                             "format", md->format, "symbols", (json_int_t)md->nsymbols, "in_object",
+                                             jstr_or_null(md->in_object), "unloaded", md->unloaded));
+  }
+  return modules;
+}
+
 /* One bundle: the instances of `name` in process p. */
 static json_t *bundle_doc(struct ctx *c, const struct proc_ctx *x, const char *name, json_t **row) {
   const struct tr_proc *p = x->p;
@@ -386,80 +466,20 @@ static json_t *bundle_doc(struct ctx *c, const struct proc_ctx *x, const char *n
       in[i] = 1;
       ninst++;
     }
-  unsigned char *modules_used = DKB_CALLOC(p->nmodules + 1, 1), *maps_used = DKB_CALLOC(p->nmaps + 1, 1);
+  unsigned char *modules_used = DKB_CALLOC(p->nmodules + 1, 1);
   json_t *split_combine = NULL;
   json_t *kernels = kernels_json(x, in, modules_used, &split_combine);
   json_t *instances = json_array(), *per_gpu = json_array();
-  json_t *maps = json_array();
-  size_t *map_pos = DKB_MALLOC((p->nmaps + 1) * sizeof *map_pos);
-  for (size_t i = 0; i < p->nmaps; i++) map_pos[i] = NONE;
-  size_t total_kernels = 0, total_launches = 0;
-  uint64_t total_gpu = 0;
-  int all_closed = 1;
+  struct cited_maps cm = {json_array(), DKB_MALLOC((p->nmaps + 1) * sizeof *cm.pos)};
+  for (size_t i = 0; i < p->nmaps; i++) cm.pos[i] = NONE;
+  struct inst_totals tot = {0, 0, 0, 1};
   for (size_t r = 0; r < p->nranges; r++) {
     if (!in[r]) continue;
-    const struct tr_range *rg = &p->ranges[r];
-    size_t launches = 0, captured = 0, missing = 0, nk = 0, incomplete = 0, ncp = 0, nms = 0;
-    uint64_t gpu = 0, lo = UINT64_MAX, hi = 0, cpb = 0, msb = 0;
-    for (size_t i = 0; i < p->nlaunches; i++) {
-      if (x->launch_inst[i] != r) continue;
-      const struct tr_launch *l = &p->launches[i];
-      if (l->outer) continue; /* the runtime call it was made by counts */
-      launches++;
-      if (l->capturing) { captured++; continue; }
-      if (l->kind == 'K' && l->rc == 0 && !x->kernel_ok[i]) missing++;
-    }
-    for (size_t i = 0; i < p->nkernels; i++) {
-      if (x->kernel_inst[i] != r) continue;
-      const struct tr_kernel *k = &p->kernels[i];
-      nk++;
-      if (!k->start || !k->end || k->end < k->start) { incomplete++; continue; }
-      gpu += k->end - k->start;
-      if (k->start < lo) lo = k->start;
-      if (k->end > hi) hi = k->end;
-    }
-    for (size_t i = 0; i < p->ncopies; i++) {
-      if (x->copy_inst[i] != r) continue;
-      if (p->copies[i].is_memset) { nms++; msb += p->copies[i].bytes; }
-      else { ncp++; cpb += p->copies[i].bytes; }
-    }
-    json_t *mref = json_null();
-    for (size_t i = 0; i < p->nmaps; i++)
-      if (x->map_inst[i] == r) {
-        size_t s = p->maps[i].same_as;
-        if (map_pos[s] == NONE) {
-          map_pos[s] = json_array_size(maps);
-          json_array_append_new(maps, map_json(c, &p->maps[s]));
-          maps_used[s] = 1;
-        }
-        mref = json_integer((json_int_t)map_pos[s]);
-        break;
-      }
-    total_kernels += nk;
-    total_launches += launches;
-    total_gpu += gpu;
-    all_closed &= rg->popped;
-    json_array_append_new(per_gpu, json_integer((json_int_t)gpu));
-    json_array_append_new(
-        instances,
-        json_pack("{s:I,s:I,s:i,s:b,s:o,s:I,s:I,s:I,s:I,s:I,s:I,s:o,s:I,s:I,s:I,s:I,s:o}", "id", (json_int_t)rg->id,
-                  "thread_id", (json_int_t)rg->tid, "depth", rg->depth, "closed", rg->popped, "cpu_ns",
-                  rg->popped ? json_integer((json_int_t)(rg->t_pop - rg->t_push)) : json_null(), "launch_calls",
-                  (json_int_t)launches, "captured_launches", (json_int_t)captured, "launches_without_record",
-                  (json_int_t)missing, "kernels", (json_int_t)nk, "incomplete_kernel_records", (json_int_t)incomplete,
-                  "gpu_ns", (json_int_t)gpu, "span_ns", hi > lo ? json_integer((json_int_t)(hi - lo)) : json_null(),
-                  "memcpys", (json_int_t)ncp, "memcpy_bytes", (json_int_t)cpb, "memsets", (json_int_t)nms, "memset_bytes",
-                  (json_int_t)msb, "loader_map", mref));
+    const uint64_t before = tot.gpu_ns;
+    json_array_append_new(instances, instance_json(c, x, r, &cm, &tot));
+    json_array_append_new(per_gpu, json_integer((json_int_t)(tot.gpu_ns - before)));
   }
-  json_t *modules = json_array();
-  for (size_t m = 0; m < p->nmodules; m++) {
-    if (!modules_used[m]) continue;
-    const struct tr_module *md = &p->modules[m];
-    json_array_append_new(modules, json_pack("{s:I,s:I,s:o,s:s,s:I,s:o,s:b}", "id", (json_int_t)md->id, "bytes",
-                                             (json_int_t)md->bytes, "sha256", md->sha256[0] ? json_string(md->sha256) : json_null(),
-                                             "format", md->format, "symbols", (json_int_t)md->nsymbols, "in_object",
-                                             jstr_or_null(md->in_object), "unloaded", md->unloaded));
-  }
+  json_t *modules = modules_json(p, modules_used);
   /* GPU time: the summary the grader recomputes */
   size_t ng = json_array_size(per_gpu);
   double *v = DKB_MALLOC((ng ? ng : 1) * sizeof *v);
@@ -479,7 +499,7 @@ static json_t *bundle_doc(struct ctx *c, const struct proc_ctx *x, const char *n
                           program_json(c->run, p), "process", process_json(c->run, p), "range", "name",
                           name ? name : "", "selected_by",
                           c->run->npatterns ? "--range" : "dkb/call/*", "instances", instances, "declared", declared,
-                          "kernels", kernels, "split_combine", split_combine, "loaded", "maps", maps, "modules", modules,
+                          "kernels", kernels, "split_combine", split_combine, "loaded", "maps", cm.maps, "modules", modules,
                           "hashed_by", HASHED_BY, "checked", checked_json(c, sha), "timed", timed);
   /* the summary row for people */
   json_t *kshort = json_array();
@@ -488,15 +508,14 @@ static json_t *bundle_doc(struct ctx *c, const struct proc_ctx *x, const char *n
                                             "launches", json_object_get(json_array_get(kernels, i), "launches")));
   *row = json_pack("{s:I,s:s,s:o,s:I,s:I,s:I,s:I,s:o,s:b,s:b,s:o,s:b}", "pid", (json_int_t)p->pid, "range", name ? name : "",
                    "call_key_sha256", jstr_or_null(sha), "instances", (json_int_t)ninst, "kernels",
-                   (json_int_t)json_array_size(kernels), "launches", (json_int_t)total_kernels, "launch_calls",
-                   (json_int_t)total_launches, "kernel_list", kshort, "split",
+                   (json_int_t)json_array_size(kernels), "launches", (json_int_t)tot.kernels, "launch_calls",
+                   (json_int_t)tot.launches, "kernel_list", kshort, "split",
                    json_is_true(json_object_get(split_combine, "split")), "combine",
                    json_is_true(json_object_get(split_combine, "combine")), "gpu_ns_median",
-                   ng ? json_real(st.median) : json_null(), "all_closed", all_closed);
+                   ng ? json_real(st.median) : json_null(), "all_closed", tot.all_closed);
   free(in);
   free(modules_used);
-  free(maps_used);
-  free(map_pos);
+  free(cm.pos);
   return doc;
 }
 
