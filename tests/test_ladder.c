@@ -263,14 +263,19 @@ static void ledgers_are_required(void **s) {
   json_decref(b);
 }
 
-/* b with split_count v in its dispatch record and (key: also) its plan key, the key's digest recomputed. */
-static void set_split(json_t *b, json_t *v, int key) {
-  if (key) set_at(b, "/dispatch/plan_key/split_count", json_incref(v));
-  set_at(b, "/dispatch/split_count", v);
+/* b's plan_key_sha256 recomputed from its plan key, after an edit of the key. */
+static void redigest_plan_key(json_t *b) {
   char hex[65];
   struct dkb_err err;
   assert_int_equal(cjson_digest(jr_resolve(b, "/dispatch/plan_key"), hex, &err), 0);
   set_at(b, "/dispatch/plan_key_sha256", json_string(hex));
+}
+
+/* b with split_count v in its dispatch record and (key: also) its plan key, the key's digest recomputed. */
+static void set_split(json_t *b, json_t *v, int key) {
+  if (key) set_at(b, "/dispatch/plan_key/split_count", json_incref(v));
+  set_at(b, "/dispatch/split_count", v);
+  redigest_plan_key(b);
 }
 
 /* A backend that does not expose its split (cuDNN's engine picks its own) records split_count null, which
@@ -359,10 +364,7 @@ static void resplit(json_t *b, long long n, long long ws) {
   set_at(b, "/dispatch/plan_key/workspace_bytes", json_integer(ws));
   set_at(b, "/dispatch/plan/workspace_bytes", json_integer(ws));
   set_at(b, "/ledgers/workspace_round_trip_bytes", json_integer(2 * ws));
-  char hex[65];
-  struct dkb_err err;
-  assert_int_equal(cjson_digest(jr_resolve(b, "/dispatch/plan_key"), hex, &err), 0);
-  set_at(b, "/dispatch/plan_key_sha256", json_string(hex));
+  redigest_plan_key(b);
 }
 
 /* Each threshold of the ladder, exactly at its edge and one step past it (no artifact files: the rules of
