@@ -251,7 +251,7 @@ struct plan_opts builtin_plan_opts(const struct decode_call *c, int sm_count, in
   const int rows = (c->H_q / c->H_kv) * c->C;
   const int tile = dkb_decode_tile_tokens(c->dtype, c->dk, c->dv, rows);
   struct plan_opts po = {tile > 0 ? tile : 64, sm_count, 0, dkb_decode_wave_ctas(c->dtype, c->dk, c->dv, rows),
-                         dkb_decode_hp_ok(c->dtype, c->dk, c->dv, rows, c->H_kv, c->mask_kind, c->layout, (int)c->page_size)};
+                         dkb_decode_hp_max(c->dtype, c->dk, c->dv, rows, c->H_kv, c->mask_kind, c->layout, (int)c->page_size)};
   if (ask_device) po.ctas_per_sm = dkb_decode_occupancy(c->dtype, c->dk, c->dv, rows);
   return po;
 }

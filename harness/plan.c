@@ -93,18 +93,20 @@ static int plan_wave_ctas(const struct plan_opts *o) {
   return o->ctas_per_sm > 0 && o->ctas_per_sm < built ? o->ctas_per_sm : built;
 }
 
-/* Two K/V heads a producer CTA in a direct plan halve the CTAs each slot runs in turn, and a CTA's ends cost
- * the call about 0.9 us contiguous and 2.2 us in 16-key pages (docs/performance.md, "What a CTA costs"), so
- * they are taken wherever the halved grid still fills the device: at least 95 % of one wave's slots, and
- * no worse a last wave than one head a CTA fills (B32 T4096 at 128 CTAs of 264 slots ran 26 % slower). */
+/* Two or four K/V heads a producer CTA in a direct plan divide the CTAs each slot runs in turn, and a CTA's
+ * ends cost the call about 0.9 us contiguous and 2.2 us in 16-key pages (docs/performance.md, "What a CTA
+ * costs"), so the most heads are taken whose grid still fills the device: at least 95 % of one wave's slots,
+ * and no worse a last wave than one head a CTA fills (B32 T4096 at 128 CTAs of 264 slots ran 26 % slower). */
 static int plan_heads(const struct decode_call *c, const struct plan_opts *o, const struct decode_plan *p) {
-  if (!o->hp_ok || !p->direct || p->fused || p->cluster > 1 || c->H_kv % 2) return 1;
+  if (o->hp_max < 2 || !p->direct || p->fused || p->cluster > 1) return 1;
   const int64_t slots = (int64_t)(o->sm_count > 0 ? o->sm_count : 132) * plan_wave_ctas(o);
-  const int64_t one = (int64_t)p->n_items * c->H_kv, two = one / 2;
-  if (two * 100 < slots * 95) return 1;
-  /* filled fraction of the waves, as a ratio: ctas / (waves * slots) */
-  const int64_t w1 = (one + slots - 1) / slots, w2 = (two + slots - 1) / slots;
-  return two * 100 * w1 >= one * 95 * w2 ? 2 : 1;
+  const int64_t one = (int64_t)p->n_items * c->H_kv, w1 = (one + slots - 1) / slots;
+  for (int hp = o->hp_max; hp > 1; hp /= 2) {
+    const int64_t n = one / hp, w = (n + slots - 1) / slots;
+    /* filled fraction of the waves, as a ratio: ctas / (waves * slots) */
+    if (c->H_kv % hp == 0 && n * 100 >= slots * 95 && n * 100 * w1 >= one * 95 * w) return hp;
+  }
+  return 1;
 }
 
 /* A CTA's fixed cost in tile times: the prologue of dependent loads (item, length, page list, first

@@ -27,7 +27,8 @@ struct plan_opts {
   int ctas_per_sm;    /* resident producer CTAs per SM (auto policy), 0 when no device was asked: then wave_ctas */
   int wave_ctas;      /* CTAs per SM the producer is built for and fit (dkb_decode_wave_ctas): the wave counts at most
                        * these (plan.c); 0: 2 */
-  int hp_ok;          /* the producer can take 2 K/V heads a CTA in a direct plan (dkb_decode_hp_ok) */
+  int hp_max;         /* the most K/V heads a producer CTA of a direct plan can take, 1, 2 or 4 (dkb_decode_hp_max);
+                       * 0: 1 */
 };
 
 struct decode_plan {
@@ -55,8 +56,8 @@ struct decode_plan {
   int64_t visible_keys;    /* keys in non-SKIP tiles, summed over requests (each read once per K/V head) */
   int heuristic_sms;       /* auto: the effective SM count given to the heuristic */
   int64_t chunk_tiles;     /* auto: most tiles one item holds */
-  int kv_heads_per_cta;    /* K/V heads each producer CTA takes: 2 in a direct plan where that still fills the
-                            * device (plan_heads), else 1 */
+  int kv_heads_per_cta;    /* K/V heads each producer CTA takes: 2 or 4 in a direct plan where that still fills
+                            * the device (plan_heads), else 1 */
 };
 
 /* The auto policy's split count for requests of tiles[0..n) visible tiles per K/V head: the s in

@@ -64,16 +64,21 @@ namespace {
 // ---- instance selection ------------------------------------------------------------------------------
 // Every producer takes the maps, so one pointer type fits all; the CUDA-core producers ignore them.
 typedef void (*producer_fn)(const dkb_decode_params, const KvMaps);
+// The producer over HP = 2 or 4 K/V heads a CTA (the tensor-core ones), or fn null: smem with the other heads'
+// Q on top, so the page list keeps its room; room: the page ids it has at the one-head size, where
+// producer_for keeps that size (negative: never).
+struct Heads {
+  producer_fn fn;
+  int smem, room;
+};
 struct Instance {
   producer_fn fn;
   int nt, smem, ntok;
   producer_fn fused;  // the same producer merging the slots in its last CTA, or null
-  producer_fn fn2;    // the same producer over 2 K/V heads a CTA (the tensor-core ones), or null
   bool tma;           // the tensor-core producer: whole tiles of NHD caches through KvMaps
   int wave;           // CTAs per SM the planner's wave counts: its __launch_bounds__ minimum, or fewer where
                       // its shared memory lets fewer share an SM (smem_ctas), as the device's occupancy says
-  int smem2;          // fn2's shared memory with the second head's Q on top, so the page list keeps its room
-  int room2;          // page ids fn2 has room for at smem (producer_for: when it asks for smem2)
+  Heads heads[2];     // [0]: 2 K/V heads a CTA, [1]: 4
 };
 
 // CTAs of `smem` bytes of dynamic shared memory an H100/H200 SM holds: 228 KiB, 1 KiB of each CTA's
@@ -85,8 +90,8 @@ Instance make() {
   using K = Cfg<T, D, R, NT>;
   // Built for no count (__launch_bounds__(NT)): the wave counts 2, as it did for every producer before
   // the d = 64 tensor-core ones were built for 4.
-  return Instance{decode_split_kv_producer<T, D, R, NT>, NT, K::SMEM, K::NTOK, nullptr, nullptr, false,
-                  std::min(2, smem_ctas(K::SMEM)), 0, 0};
+  return Instance{decode_split_kv_producer<T, D, R, NT>, NT, K::SMEM, K::NTOK, nullptr, false,
+                  std::min(2, smem_ctas(K::SMEM)), {}};
 }
 
 int pad_dim(int d) { return d <= 64 ? 64 : d <= 128 ? 128 : d <= 256 ? 256 : 0; }
@@ -125,14 +130,21 @@ static_assert(MmaCfg<128>::SMEM + kPageSpare <= kTwoPerSmSmem, "d = 128 keeps it
 // asked for on top (as many CTAs share an SM: 4 of 48 KiB, 2 of 84, 1 of 156) only when an item's list
 // needs it (producer_for). At d = 128 84 KiB (past the 164 KiB carveout step that 2 x 81 fit) cost 16-key
 // pages at B64 +0.8 / +0.9 %; 80 KiB without room for 2048 ids cost 1-key pages +11.9 % (docs/kernels.md).
+// Four heads a CTA (d = 128 only) add three heads' Q, 12 KiB: 92 KiB always, two CTAs an SM still.
 template <typename T, int D, bool EARLY>
 Instance make_mma() {
   using K = MmaCfg<D>;
   constexpr int smem = D == 128 ? kTwoPerSmSmem : K::SMEM + kPageSpare;
   static_assert(smem_ctas(smem) == smem_ctas(smem + K::Q_BYTES), "two heads keep the CTAs per SM");
-  return Instance{decode_split_kv_producer_mma<T, D, EARLY>, K::NT, smem, K::NTOK, decode_split_kv_fused_mma<T, D, EARLY>,
-                  decode_split_kv_producer2_mma<T, D, EARLY>, true, std::min(K::MIN_CTAS, smem_ctas(smem)), smem + K::Q_BYTES,
-                  (smem - K::SMEM - K::Q_BYTES) / 4};
+  Instance in{decode_split_kv_producer_mma<T, D, EARLY>, K::NT, smem, K::NTOK, decode_split_kv_fused_mma<T, D, EARLY>, true,
+              std::min(K::MIN_CTAS, smem_ctas(smem)), {}};
+  in.heads[0] = Heads{decode_split_kv_producer2_mma<T, D, EARLY>, smem + K::Q_BYTES, (smem - K::SMEM - K::Q_BYTES) / 4};
+  if constexpr (D == 128) {
+    constexpr int smem4 = K::SMEM + 3 * K::Q_BYTES + kPageSpare;
+    static_assert(smem_ctas(smem4) == K::MIN_CTAS, "four heads keep the CTAs per SM");
+    in.heads[1] = Heads{decode_split_kv_producer4_mma<T, D, EARLY>, smem4, -1};
+  }
+  return in;
 }
 template <typename T, int D>
 Instance make_mma(bool early) { return early ? make_mma<T, D, true>() : make_mma<T, D, false>(); }
@@ -259,15 +271,20 @@ static bool tma_layout(int layout, int page_size, int dtype) {
   return nhd_pow2(layout, page_size) && dtype != DKB_KDT_F32 && (layout != L_PAGED_NHD || page_size >= 8);
 }
 
-// What the two-head producer needs of any call: heads in pairs, and no FlashMask (its summaries are of whole
-// 64-key tiles); the planner (dkb_decode_hp_ok) and the launcher (producer_for) both ask it.
-static bool two_heads_ok(int H_kv, int mask_kind) { return H_kv % 2 == 0 && mask_kind != M_FLASHMASK; }
+// The producer over hp = 2 or 4 K/V heads a CTA, or null: what it needs of any call is whole groups of hp
+// heads and no FlashMask (its summaries are of whole 64-key tiles); the planner (dkb_decode_hp_max) and the
+// launcher (producer_for) both ask it.
+static const Heads *heads_for(const Instance &in, int hp, int H_kv, int mask_kind) {
+  const Heads *h = hp == 2 ? &in.heads[0] : hp == 4 ? &in.heads[1] : nullptr;
+  return h && h->fn && H_kv % hp == 0 && mask_kind != M_FLASHMASK ? h : nullptr;
+}
 
-// Whole tiles of both heads take TMA boxes or the cp.async fast path (1-key pages too); HND caches, whose fast
-// path would serve both heads as well, were never timed so.
-extern "C" int dkb_decode_hp_ok(int dtype, int dk, int dv, int rows, int H_kv, int mask_kind, int layout, int page_size) {
+// Whole tiles of every head take TMA boxes or the cp.async fast path (1-key pages too); HND caches, whose fast
+// path would serve several heads as well, were never timed so.
+extern "C" int dkb_decode_hp_max(int dtype, int dk, int dv, int rows, int H_kv, int mask_kind, int layout, int page_size) {
   Instance in;
-  return pick(dtype, dk, dv, rows, &in) && in.fn2 && two_heads_ok(H_kv, mask_kind) && nhd_pow2(layout, page_size);
+  if (!pick(dtype, dk, dv, rows, &in) || !nhd_pow2(layout, page_size)) return 1;
+  return heads_for(in, 4, H_kv, mask_kind) ? 4 : heads_for(in, 2, H_kv, mask_kind) ? 2 : 1;
 }
 
 // CTAs per SM the producer holds; both instantiations (with and without the early first tile,
@@ -296,9 +313,10 @@ extern "C" int dkb_decode_occupancy(int dtype, int dk, int dv, int rows) {
 static producer_fn producer_for(const dkb_decode_params &p, Instance *in) {
   if (!pick(p.dtype, p.dk, p.dv, (p.H_q / p.H_kv) * p.C, in, p.layout == L_CONTIG_NHD || p.layout == L_RAGGED_NHD)) return nullptr;
   if (p.hp > 1) {
-    if (p.hp != 2 || !p.direct || p.fused || !in->fn2 || !two_heads_ok(p.H_kv, p.mask_kind)) return nullptr;
-    if (p.max_item_pages > in->room2) in->smem = in->smem2;
-    return in->fn2;
+    const Heads *h = heads_for(*in, p.hp, p.H_kv, p.mask_kind);
+    if (!h || !p.direct || p.fused) return nullptr;
+    if (p.max_item_pages > h->room) in->smem = h->smem;
+    return h->fn;
   }
   if (!p.fused) return in->fn;
   return p.direct ? nullptr : in->fused;

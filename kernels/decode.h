@@ -78,8 +78,8 @@ struct dkb_decode_params {
   int cluster;                    /* fused, > 1: the S = cluster items of each request are consecutive (grid y, slot
                                    * order) and run as one thread-block cluster per (request, K/V head) that merges
                                    * its states in distributed shared memory: no global workspace, no counters */
-  int hp;                         /* K/V heads a producer CTA takes: 0 or 1, or 2 in a direct plan that is not fused
-                                   * where dkb_decode_hp_ok (heads h, h + 1 for grid x = h / 2) */
+  int hp;                         /* K/V heads a producer CTA takes: 0 or 1, or 2 or 4 in a direct plan that is not
+                                   * fused, up to dkb_decode_hp_max (heads h .. h + hp - 1 for grid x = h / hp) */
   /* append: rows [N_b - C, N_b) are new; written into the cache by dkb_append_launch */
   const void *k_new, *v_new;      /* [B][C][H_kv][dk] and [B][C][H_kv][dv] */
 };
@@ -108,10 +108,11 @@ int dkb_decode_fused_ok(int dtype, int dk, int dv, int rows, int max_slots);
  * kernels/decode/merge.cuh kClusterMax) and a workspace ABI whose fields are fp32 (MLU, or LSE_O with fp32 O), so
  * the states the cluster merges are the ABI's. */
 int dkb_decode_cluster_ok(int dtype, int dk, int dv, int rows, int slots, int abi, int ws_o_dtype);
-/* Whether a direct plan may take 2 K/V heads a producer CTA (struct dkb_decode_params hp): a tensor-core
- * instance (fp16/bf16, any head dim), H_kv even, no FlashMask (its summaries are of whole 64-key tiles), and an
- * NHD cache whose pages, if any, are a power of two (whole tiles of both heads on TMA or the cp.async fast path). */
-int dkb_decode_hp_ok(int dtype, int dk, int dv, int rows, int H_kv, int mask_kind, int layout, int page_size);
+/* The most K/V heads a producer CTA of a direct plan may take (struct dkb_decode_params hp), 1, 2 or 4: a
+ * tensor-core instance (fp16/bf16; 2 at any head dim, 4 at d <= 128 and above 64), H_kv a multiple of them, no
+ * FlashMask (its summaries are of whole 64-key tiles), and an NHD cache whose pages, if any, are a power of
+ * two (whole tiles of every head on TMA or the cp.async fast path). 2 is admitted wherever 4 is. */
+int dkb_decode_hp_max(int dtype, int dk, int dv, int rows, int H_kv, int mask_kind, int layout, int page_size);
 /* Launches the producer (and the combine kernel unless direct or fused). 0 or a cudaError_t value. */
 int dkb_decode_launch(const struct dkb_decode_params *p, void *stream);
 /* The naive reference family: one CTA per (request, query row, query head), no split, any rows.

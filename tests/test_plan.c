@@ -130,16 +130,19 @@ static void assert_cluster_groups(const struct decode_plan *pl) {
   }
 }
 
-/* A direct plan takes two K/V heads a producer CTA (half the CTAs whose ends each slot pays) wherever the
- * halved grid still fills 95 % of one wave of 132 SMs x the CTAs resident per SM (4 at d = 64, 2 at
- * d = 128, 1 at d = 256; 0: as many as the producer is built for and fit) and both heads' whole tiles take
- * TMA boxes or the cp.async fast path (NHD caches, 1-key pages too); one head where it would not (B32
- * T4096: 128 CTAs of 264 slots), on HND caches and in split plans. The plan says which (kv_heads_per_cta). */
-static void direct_plans_take_two_kv_heads_a_cta_where_the_grid_still_fills_the_device(void **s) {
+/* A direct plan takes the most K/V heads a producer CTA, four (d = 128) or two (the fewest CTAs whose ends
+ * each slot pays), whose grid still fills 95 % of one wave of 132 SMs x the CTAs resident per SM (4 at
+ * d = 64, 2 at d = 128, 1 at d = 256; 0: as many as the producer is built for and fit) and whose heads'
+ * whole tiles take TMA boxes or the cp.async fast path (NHD caches, 1-key pages too); one head where
+ * neither would (B32 T4096: 128 CTAs of 264 slots), on HND caches and in split plans. B128 T1024 GQA 8 takes
+ * four (256 CTAs), B64 T2048 two (four would leave half the slots idle). The plan says which
+ * (kv_heads_per_cta). */
+static void direct_plans_take_the_most_kv_heads_a_cta_whose_grid_still_fills_the_device(void **s) {
   (void)s;
   struct { const char *path; int resident, heads; } cases[] = {
       {"fixtures/bench/b64-t2048-g4-contig.json", 2, 2},       {"fixtures/bench/b64-t2048-g4-paged16.json", 2, 2},
-      {"fixtures/bench/b128-t1024-g8-paged16.json", 2, 2},     {"fixtures/bench/b512-t256-g8-contig.json", 2, 2},
+      {"fixtures/bench/b128-t1024-g8-paged16.json", 2, 4},     {"fixtures/bench/b512-t256-g8-contig.json", 2, 4},
+      {"fixtures/bench/b128-t1024-g8-contig.json", 2, 4},      {"fixtures/bench/b128-t1024-g8-contig.json", 0, 4},
       {"fixtures/bench/b64-t2048-g4-fp16-paged16.json", 2, 2}, {"fixtures/bench/b64-t2048-g4-paged1.json", 2, 2},
       {"fixtures/bench/b64-t2048-g4-d64-contig.json", 4, 2},   {"fixtures/bench/b64-t2048-g4-d64-paged16.json", 4, 2},
       {"fixtures/bench/b64-t2048-g4-d256-contig.json", 1, 2},  {"fixtures/bench/b64-t2048-g4-d256-paged16.json", 1, 2},
@@ -147,7 +150,9 @@ static void direct_plans_take_two_kv_heads_a_cta_where_the_grid_still_fills_the_
       {"fixtures/bench/b64-t2048-g4-d64-contig.json", 0, 2},   {"fixtures/bench/b32-t4096-g4-contig.json", 0, 1},
       {"fixtures/bench/b64-t2048-g4-hnd.json", 2, 1},          {"fixtures/bench/b16-t8192-g4-contig.json", 2, 1},
       {"fixtures/decode/split1-direct.json", 2, 1},             {"fixtures/decode/two-heads-paged-p1.json", 2, 2},
-      {"fixtures/decode/two-heads-paged-p16-d256-fp16.json", 1, 2}, {"fixtures/decode/two-heads-ragged-d64.json", 4, 2}};
+      {"fixtures/decode/two-heads-paged-p16-d256-fp16.json", 1, 2}, {"fixtures/decode/two-heads-ragged-d64.json", 4, 2},
+      {"fixtures/decode/four-heads-paged-p16-g8.json", 2, 4},  {"fixtures/decode/four-heads-ragged-fp16-window.json", 2, 4},
+      {"fixtures/decode/four-heads-paged-p1.json", 2, 4}};
   for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
     struct decode_call c;
     struct decode_inputs in;
@@ -156,7 +161,7 @@ static void direct_plans_take_two_kv_heads_a_cta_where_the_grid_still_fills_the_
     if (pl.kv_heads_per_cta != cases[k].heads)
       fail_msg("%s at %d CTAs an SM: %d K/V heads a CTA, want %d (direct %d)", cases[k].path, cases[k].resident,
                pl.kv_heads_per_cta, cases[k].heads, pl.direct);
-    if (pl.kv_heads_per_cta == 2) assert_true(pl.direct && !pl.fused);
+    if (pl.kv_heads_per_cta > 1) assert_true(pl.direct && !pl.fused);
     json_t *j = plan_json(&c, &pl);
     assert_int_equal(json_integer_value(json_object_get(j, "kv_heads_per_cta")), pl.kv_heads_per_cta);
     json_decref(j);
@@ -304,7 +309,7 @@ static void gpu_tensor_core_producers_run_the_ctas_per_sm_the_planner_counts(voi
 
 DKB_TEST_GROUP(plan, cmocka_unit_test(plan_items_cover_visible_keys_exactly),
                cmocka_unit_test(plan_counts_tile_classes_as_counted_by_hand),
-               cmocka_unit_test(direct_plans_take_two_kv_heads_a_cta_where_the_grid_still_fills_the_device),
+               cmocka_unit_test(direct_plans_take_the_most_kv_heads_a_cta_whose_grid_still_fills_the_device),
                cmocka_unit_test(auto_split_minimizes_the_lpt_makespan),
                cmocka_unit_test(auto_split_wave_counts_the_ctas_the_producers_are_built_for),
                cmocka_unit_test(cluster_plans_keep_each_requests_items_together_in_slot_order),

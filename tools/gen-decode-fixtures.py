@@ -144,6 +144,22 @@ def cases():
                "of one head at 4 an SM, so the planner gives each CTA two heads (528, one wave): the early first tile and "
                "TMA boxes of both heads.", lens=short, count=132, hq=32, hkv=8, d=64, cache={"layout": "ragged_nhd"},
                split={"policy": "fixed", "splits": 1}, seed=5)
+    # Four K/V heads a CTA (d = 128): 8 K/V heads of 132 requests are 1056 one-head CTAs, 264 of four (one wave)
+    yield case("four-heads-paged-p16-g8", "132 requests of 1-400 keys unsplit in 16-key pages, GQA 8 over 8 K/V heads: "
+               "1056 CTAs of one head, so the planner gives each CTA four heads (264, one wave at d = 128): TMA boxes of "
+               "16 keys of each head, edges on cp.async.", lens=short, count=132, hq=64, hkv=8,
+               cache={"layout": "paged_nhd", "page_size": 16, "table": "csr"}, mask={"kind": "causal"},
+               split={"policy": "fixed", "splits": 1}, seed=6)
+    yield case("four-heads-ragged-fp16-window", "132 packed ragged requests of 1-400 keys unsplit, fp16, GQA 4 over 8 K/V "
+               "heads, a sliding window of 100 keys: four heads a CTA (264 CTAs), the early first tile, TMA boxes of four "
+               "heads and tiles the window's start cuts.", lens=short, count=132, hq=32, hkv=8, dtype="fp16",
+               cache={"layout": "ragged_nhd"}, mask={"kind": "sliding_window", "window": 100},
+               split={"policy": "fixed", "splits": 1}, seed=7)
+    yield case("four-heads-paged-p1", "132 requests of 1-400 keys unsplit in 1-key pages, GQA 2 over 8 K/V heads: four "
+               "heads a CTA (264 CTAs), whose tiles take the cp.async fast path (two keys of each head a thread) and edge "
+               "tiles the general one.", lens=short, count=132, hq=16, hkv=8,
+               cache={"layout": "paged_nhd", "page_size": 1, "table": "csr"}, mask={"kind": "causal"},
+               split={"policy": "fixed", "splits": 1}, seed=8)
 
 
 def main():

@@ -73,15 +73,17 @@ template <> __device__ __forceinline__ uint32_t pack2<__half>(float x, float y) 
   return *reinterpret_cast<uint32_t *>(&v);
 }
 
-// HP > 1 (direct plans over NHD caches, every head dim: dkb_decode_hp_ok, plan_heads): a CTA takes HP K/V
-// heads h, h + 1, ... of its item, a tile NTOK / HP keys of each, head k's rows after head k - 1's. Warp w
-// works for head w / (NW / HP) on the stage's rows w * 16 .. + 16 as before, so the MMA code is the same;
-// Q holds HP heads' rows and each head's rows merge its own warps. Half the CTAs pay half the CTAs' ends,
-// which cost a call about 0.9 us each contiguous and 2.2 us paged: 16-key paged calls 1.8-4.9 % faster,
-// contiguous ones the same (docs/kernels.md, "Two K/V heads a CTA").
+// HP > 1 (direct plans over NHD caches: dkb_decode_hp_max, plan_heads): a CTA takes HP K/V heads h, h + 1,
+// ... of its item, a tile NTOK / HP keys of each, head k's rows after head k - 1's. Warp w works for head
+// w / (NW / HP) on the stage's rows w * 16 .. + 16 as before, so the MMA code is the same; Q holds HP heads'
+// rows and each head's rows merge its own warps (HP = 4: one warp a head). Fewer CTAs pay fewer ends, which
+// cost a call about 0.9 us each contiguous and 2.2 us paged: two heads made 16-key paged calls 1.8-4.9 %
+// faster, contiguous ones the same (docs/kernels.md, "Two K/V heads a CTA"); four heads (d = 128) put B128
+// T1024's 1024 (request, K/V head) blocks in one wave (docs/kernels.md, "Four K/V heads a CTA").
 template <typename T, int D_PAD, bool FUSED, bool EARLY, int HP = 1>
 __device__ __forceinline__ void producer_mma(const dkb_decode_params &p, const KvMaps &maps) {
   using K = MmaCfg<D_PAD>;
+  static_assert(K::NW % HP == 0, "every head has whole warps");
   constexpr int KT = K::NTOK / HP, WPH = K::NW / HP;  // keys of a head a tile; warps a head
   constexpr int KS = D_PAD / 16;  // 16-wide k steps of q.k and 16-wide n steps of p.V
   extern __shared__ __align__(16) unsigned char smem_raw[];
@@ -384,6 +386,11 @@ __global__ void __launch_bounds__(128, MmaCfg<D_PAD>::MIN_CTAS) decode_split_kv_
 template <typename T, int D_PAD, bool EARLY>
 __global__ void __launch_bounds__(128, MmaCfg<D_PAD>::MIN_CTAS) decode_split_kv_producer2_mma(const dkb_decode_params p, const __grid_constant__ KvMaps maps) {
   producer_mma<T, D_PAD, false, EARLY, 2>(p, maps);
+}
+// The same producer over four K/V heads a CTA (d = 128: make_mma).
+template <typename T, int D_PAD, bool EARLY>
+__global__ void __launch_bounds__(128, MmaCfg<D_PAD>::MIN_CTAS) decode_split_kv_producer4_mma(const dkb_decode_params p, const __grid_constant__ KvMaps maps) {
+  producer_mma<T, D_PAD, false, EARLY, 4>(p, maps);
 }
 // The same producer whose last CTA per (request, K/V head) also merges that group's slots: one launch.
 template <typename T, int D_PAD, bool EARLY>
