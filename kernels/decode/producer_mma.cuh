@@ -73,6 +73,25 @@ template <> __device__ __forceinline__ uint32_t pack2<__half>(float x, float y) 
   return *reinterpret_cast<uint32_t *>(&v);
 }
 
+// A direct plan's row `row` of one warp's head (query heads hq0 ..) from the warp's MMA fragments: lane's dims
+// n * 8 + (lane & 3) * 2 and + 1 of o[n][e0], o[n][e0 + 1] (e0 = 0: rows lane / 4, 2: lane / 4 + 8), max m2 (base
+// 2) and sum l of the whole row; O = 0 and LSE = -inf for a row that saw no key (0x02C).
+template <typename T, int KS>
+__device__ __forceinline__ void direct_rows(const dkb_decode_params &p, int b, int hq0, int C, int R, int row, float m2, float l,
+                                            int lane, const float (*o)[4], int e0) {
+  if (row >= R) return;
+  const bool valid = m2 != -INFINITY;
+  const int64_t orow = ((int64_t)b * C + row % C) * p.H_q + hq0 + row / C;
+  T *out = reinterpret_cast<T *>(p.o) + orow * p.dv;
+#pragma unroll
+  for (int n = 0; n < 2 * KS; n++) {
+    const int x = n * 8 + (lane & 3) * 2;
+    if (x < p.dv)
+      *reinterpret_cast<uint32_t *>(out + x) = pack2<T>(valid ? o[n][e0] / l : 0.f, valid ? o[n][e0 + 1] / l : 0.f);
+  }
+  if ((lane & 3) == 0 && p.lse) p.lse[orow] = valid ? m2 * kLn2 + logf(l) : -INFINITY;
+}
+
 // HP > 1 (direct plans over NHD caches: dkb_decode_hp_max, plan_heads): a CTA takes HP K/V heads h, h + 1,
 // ... of its item, a tile NTOK / HP keys of each, head k's rows after head k - 1's. Warp w works for head
 // w / (NW / HP) on the stage's rows w * 16 .. + 16 as before, so the MMA code is the same; Q holds HP heads'
@@ -268,14 +287,24 @@ __device__ __forceinline__ void producer_mma(const dkb_decode_params &p, const K
     stage = (stage + 1) % K::ST;
   }
   cp_async_wait<0>();
-  __syncthreads();  // stages are free: they hold the warps' states for the merge
-#if __CUDA_ARCH__ >= 900
-  asm volatile("griddepcontrol.launch_dependents;\n" ::);
-#endif
   l0 += __shfl_xor_sync(0xffffffffu, l0, 1);
   l0 += __shfl_xor_sync(0xffffffffu, l0, 2);
   l1 += __shfl_xor_sync(0xffffffffu, l1, 1);
   l1 += __shfl_xor_sync(0xffffffffu, l1, 2);
+  if constexpr (WPH == 1 && !FUSED) {
+    // One warp a head (HP = 4) holds its rows' whole state: a direct plan's O and LSE go out from the
+    // registers, with no merge through shared memory and no barrier (O = u / l as the passes compute it,
+    // bit for bit: their factor is exactly 1 for the one warp).
+    if (p.direct) {
+      direct_rows<T, KS>(p, b, (h + warp) * g, C, R, r0, m0, l0, lane, o, 0);
+      direct_rows<T, KS>(p, b, (h + warp) * g, C, R, r1, m1, l1, lane, o, 2);
+      return;
+    }
+  }
+  __syncthreads();  // stages are free: they hold the warps' states for the merge
+#if __CUDA_ARCH__ >= 900
+  asm volatile("griddepcontrol.launch_dependents;\n" ::);
+#endif
   float *red_o = reinterpret_cast<float *>(stages);          // [NW][16][RS]
   float *red_m = red_o + K::NW * K::ROWS * K::RS, *red_l = red_m + K::NW * K::ROWS;  // [NW][16]
 #pragma unroll
