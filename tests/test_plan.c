@@ -169,6 +169,28 @@ static void direct_plans_take_the_most_kv_heads_a_cta_whose_grid_still_fills_the
   }
 }
 
+/* Which K/V heads a CTA the kernels admit (dkb_decode_hp_max), asked without a device: four only at d = 128
+ * (64 < d <= 128) with H_kv a multiple of four, two wherever four are and at d = 64 and 256 with H_kv even, one
+ * head on HND caches, pages of a size no power of two, FlashMask (its summaries are of whole 64-key tiles),
+ * fp32 (the CUDA-core producer) and odd H_kv. */
+static void kernels_admit_four_kv_heads_at_d128_and_two_wherever_four_are(void **s) {
+  (void)s;
+  const int bf = DKB_KDT_BF16, fp = DKB_KDT_F16, nhd = KV_PAGED_NHD, none = MASK_NONE;
+  assert_int_equal(dkb_decode_hp_max(bf, 128, 128, 8, 8, none, KV_CONTIG_NHD, 0), 4);
+  assert_int_equal(dkb_decode_hp_max(fp, 128, 128, 4, 8, MASK_SLIDING_WINDOW, KV_RAGGED_NHD, 0), 4);
+  assert_int_equal(dkb_decode_hp_max(bf, 128, 128, 8, 8, MASK_CAUSAL, nhd, 16), 4);
+  assert_int_equal(dkb_decode_hp_max(bf, 80, 80, 2, 8, none, nhd, 1), 4);
+  assert_int_equal(dkb_decode_hp_max(bf, 128, 128, 8, 2, none, KV_CONTIG_NHD, 0), 2);
+  assert_int_equal(dkb_decode_hp_max(bf, 128, 128, 8, 6, none, KV_CONTIG_NHD, 0), 2);
+  assert_int_equal(dkb_decode_hp_max(bf, 64, 64, 4, 8, none, KV_CONTIG_NHD, 0), 2);
+  assert_int_equal(dkb_decode_hp_max(fp, 256, 256, 4, 8, none, nhd, 16), 2);
+  assert_int_equal(dkb_decode_hp_max(bf, 128, 128, 8, 3, none, KV_CONTIG_NHD, 0), 1);
+  assert_int_equal(dkb_decode_hp_max(bf, 128, 128, 8, 8, MASK_FLASHMASK, KV_CONTIG_NHD, 0), 1);
+  assert_int_equal(dkb_decode_hp_max(bf, 128, 128, 8, 8, none, KV_CONTIG_HND, 0), 1);
+  assert_int_equal(dkb_decode_hp_max(bf, 128, 128, 8, 8, none, nhd, 24), 1);
+  assert_int_equal(dkb_decode_hp_max(DKB_KDT_F32, 128, 128, 8, 8, none, KV_CONTIG_NHD, 0), 1);
+}
+
 /* A cluster plan launches each request's items as one thread-block cluster of consecutive grid rows, so
  * the plan must keep them together in slot order (rank r = slot r), give every request the cluster's
  * slot count, and hold no global arrival counters; plans the kernel does not cluster (more slots, a bf16
@@ -310,6 +332,7 @@ static void gpu_tensor_core_producers_run_the_ctas_per_sm_the_planner_counts(voi
 DKB_TEST_GROUP(plan, cmocka_unit_test(plan_items_cover_visible_keys_exactly),
                cmocka_unit_test(plan_counts_tile_classes_as_counted_by_hand),
                cmocka_unit_test(direct_plans_take_the_most_kv_heads_a_cta_whose_grid_still_fills_the_device),
+               cmocka_unit_test(kernels_admit_four_kv_heads_at_d128_and_two_wherever_four_are),
                cmocka_unit_test(auto_split_minimizes_the_lpt_makespan),
                cmocka_unit_test(auto_split_wave_counts_the_ctas_the_producers_are_built_for),
                cmocka_unit_test(cluster_plans_keep_each_requests_items_together_in_slot_order),
