@@ -89,7 +89,7 @@ __device__ __forceinline__ void direct_rows(const dkb_decode_params &p, int b, i
     if (x < p.dv)
       *reinterpret_cast<uint32_t *>(out + x) = pack2<T>(valid ? o[n][e0] / l : 0.f, valid ? o[n][e0 + 1] / l : 0.f);
   }
-  if ((lane & 3) == 0 && p.lse) p.lse[orow] = valid ? m2 * kLn2 + logf(l) : -INFINITY;
+  if ((lane & 3) == 0) store_scalars<SK_DIRECT>(p, orow, 0, m2, l, valid);
 }
 
 // HP > 1 (direct plans over NHD caches: dkb_decode_hp_max, plan_heads): a CTA takes HP K/V heads h, h + 1,
