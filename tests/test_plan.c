@@ -176,19 +176,21 @@ static void direct_plans_take_the_most_kv_heads_a_cta_whose_grid_still_fills_the
 static void kernels_admit_four_kv_heads_at_d128_and_two_wherever_four_are(void **s) {
   (void)s;
   const int bf = DKB_KDT_BF16, fp = DKB_KDT_F16, nhd = KV_PAGED_NHD, none = MASK_NONE;
-  assert_int_equal(dkb_decode_hp_max(bf, 128, 128, 8, 8, none, KV_CONTIG_NHD, 0), 4);
-  assert_int_equal(dkb_decode_hp_max(fp, 128, 128, 4, 8, MASK_SLIDING_WINDOW, KV_RAGGED_NHD, 0), 4);
-  assert_int_equal(dkb_decode_hp_max(bf, 128, 128, 8, 8, MASK_CAUSAL, nhd, 16), 4);
-  assert_int_equal(dkb_decode_hp_max(bf, 80, 80, 2, 8, none, nhd, 1), 4);
-  assert_int_equal(dkb_decode_hp_max(bf, 128, 128, 8, 2, none, KV_CONTIG_NHD, 0), 2);
-  assert_int_equal(dkb_decode_hp_max(bf, 128, 128, 8, 6, none, KV_CONTIG_NHD, 0), 2);
-  assert_int_equal(dkb_decode_hp_max(bf, 64, 64, 4, 8, none, KV_CONTIG_NHD, 0), 2);
-  assert_int_equal(dkb_decode_hp_max(fp, 256, 256, 4, 8, none, nhd, 16), 2);
-  assert_int_equal(dkb_decode_hp_max(bf, 128, 128, 8, 3, none, KV_CONTIG_NHD, 0), 1);
-  assert_int_equal(dkb_decode_hp_max(bf, 128, 128, 8, 8, MASK_FLASHMASK, KV_CONTIG_NHD, 0), 1);
-  assert_int_equal(dkb_decode_hp_max(bf, 128, 128, 8, 8, none, KV_CONTIG_HND, 0), 1);
-  assert_int_equal(dkb_decode_hp_max(bf, 128, 128, 8, 8, none, nhd, 24), 1);
-  assert_int_equal(dkb_decode_hp_max(DKB_KDT_F32, 128, 128, 8, 8, none, KV_CONTIG_NHD, 0), 1);
+  struct { int dtype, d, rows, H_kv, mask, layout, page, want; } cases[] = {
+      {bf, 128, 8, 8, none, KV_CONTIG_NHD, 0, 4},  {fp, 128, 4, 8, MASK_SLIDING_WINDOW, KV_RAGGED_NHD, 0, 4},
+      {bf, 128, 8, 8, MASK_CAUSAL, nhd, 16, 4},    {bf, 80, 2, 8, none, nhd, 1, 4},
+      {bf, 128, 8, 2, none, KV_CONTIG_NHD, 0, 2},  {bf, 128, 8, 6, none, KV_CONTIG_NHD, 0, 2},
+      {bf, 64, 4, 8, none, KV_CONTIG_NHD, 0, 2},   {fp, 256, 4, 8, none, nhd, 16, 2},
+      {bf, 128, 8, 3, none, KV_CONTIG_NHD, 0, 1},  {bf, 128, 8, 8, MASK_FLASHMASK, KV_CONTIG_NHD, 0, 1},
+      {bf, 128, 8, 8, none, KV_CONTIG_HND, 0, 1},  {bf, 128, 8, 8, none, nhd, 24, 1},
+      {DKB_KDT_F32, 128, 8, 8, none, KV_CONTIG_NHD, 0, 1}};
+  for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
+    const int got = dkb_decode_hp_max(cases[k].dtype, cases[k].d, cases[k].d, cases[k].rows, cases[k].H_kv, cases[k].mask,
+                                      cases[k].layout, cases[k].page);
+    if (got != cases[k].want)
+      fail_msg("case %zu (dtype %d, d %d, H_kv %d, mask %d, layout %d, pages %d): %d K/V heads a CTA, want %d", k,
+               cases[k].dtype, cases[k].d, cases[k].H_kv, cases[k].mask, cases[k].layout, cases[k].page, got, cases[k].want);
+  }
 }
 
 /* A cluster plan launches each request's items as one thread-block cluster of consecutive grid rows, so
