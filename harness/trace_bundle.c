@@ -3,24 +3,17 @@
  * same as `dkb run`'s capture uses. */
 #include "harness/trace_bundle.h"
 #include "evidence/trace_ladder.h"
-#include "harness/check.h"
-#include "harness/dump_read.h"
-#include "harness/pydist.h"
 #include "harness/trace.h"
+#include "harness/trace_dumps.h"
+#include "harness/trace_loaded.h"
 #include "lib/cjson.h"
 #include "lib/jread.h"
-#include "lib/parallel.h"
-#include "lib/sha256.h"
 #include "oracles/stats.h"
 
-#include <ctype.h>
-#include <dirent.h>
-#include <errno.h>
 #include <fnmatch.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 
 #define NONE ((size_t)-1)
 #define CALL_PREFIX "dkb/call/"
@@ -58,45 +51,6 @@ static void cmap_init(struct cmap *m, size_t n) {
 }
 static void cmap_free(struct cmap *m) { free(m->k); free(m->v); }
 
-/* ---- hashing the loaded files ---- */
-
-struct hobj {
-  const char *path;
-  uint64_t dev, ino, size, mtime;
-  int missing;
-  char sha256[65];
-  const char *identity;   /* "unchanged", "changed", "missing" */
-  char error[300];
-  struct pydist_match dist;
-  int has_dist;
-};
-
-static int cmp_hobj(const void *a, const void *b) {
-  const struct hobj *x = a, *y = b;
-  int c = strcmp(x->path, y->path);
-  if (c) return c;
-  if (x->dev != y->dev) return x->dev < y->dev ? -1 : 1;
-  if (x->ino != y->ino) return x->ino < y->ino ? -1 : 1;
-  if (x->size != y->size) return x->size < y->size ? -1 : 1;
-  return x->mtime < y->mtime ? -1 : x->mtime > y->mtime;
-}
-
-static void hash_one(void *ctx, int64_t i) {
-  struct hobj *h = &((struct hobj *)ctx)[i];
-  if (h->missing) { h->identity = "missing"; snprintf(h->error, sizeof h->error, "no file at the path when the program's loader map was taken"); return; }
-  struct stat st;
-  struct dkb_err e;
-  if (stat(h->path, &st)) { h->identity = "missing"; snprintf(h->error, sizeof h->error, "cannot stat: %s", strerror(errno)); return; }
-  uint64_t mt = (uint64_t)st.st_mtim.tv_sec * 1000000000u + (uint64_t)st.st_mtim.tv_nsec;
-  int same = (uint64_t)st.st_dev == h->dev && (uint64_t)st.st_ino == h->ino && (uint64_t)st.st_size == h->size && mt == h->mtime;
-  h->identity = same ? "unchanged" : "changed";
-  if (dkb_sha256_file(h->path, h->sha256, &e)) { h->sha256[0] = '\0'; snprintf(h->error, sizeof h->error, "%.*s", (int)sizeof h->error - 1, e.msg); return; }
-  struct stat after; /* replaced while it was being read */
-  if (stat(h->path, &after) || after.st_ino != st.st_ino || after.st_mtim.tv_nsec != st.st_mtim.tv_nsec ||
-      after.st_mtim.tv_sec != st.st_mtim.tv_sec)
-    h->identity = "changed";
-}
-
 /* ---- per process ---- */
 
 struct proc_ctx {
@@ -111,12 +65,8 @@ struct proc_ctx {
 
 struct ctx {
   const struct trace_run *run;
-  struct hobj *objs;
-  size_t nobjs;
-  struct pydist *dist;
-  struct { char *dir; char sha[65]; } *dumps;
-  size_t ndumps;
-  struct trace_bundle_set *out;
+  struct trace_loaded loaded;
+  struct trace_dumps dumps;
 };
 
 static int selected(const struct trace_run *run, const char *name) {
@@ -329,53 +279,6 @@ static json_t *kernels_json(const struct proc_ctx *x, const unsigned char *in, u
   return arr;
 }
 
-static const struct hobj *find_obj(const struct ctx *c, const struct tr_object *o) {
-  struct hobj key = {.path = o->path, .dev = o->dev, .ino = o->ino, .size = o->size, .mtime = o->mtime_ns};
-  return bsearch(&key, c->objs, c->nobjs, sizeof *c->objs, cmp_hobj);
-}
-
-static json_t *map_json(const struct ctx *c, const struct tr_loadmap *m) {
-  json_t *objs = json_array();
-  for (size_t i = 0; i < m->nobjects; i++) {
-    const struct tr_object *o = &m->objects[i];
-    const struct hobj *h = find_obj(c, o);
-    json_t *dist = json_null();
-    if (h && h->has_dist)
-      dist = json_pack("{s:s,s:s,s:s,s:s,s:o}", "name", h->dist.name, "version", h->dist.version, "dist_info",
-                       h->dist.dist_info, "record_hash", h->dist.record_hash, "record_match",
-                       h->dist.record_match < 0 ? json_null() : json_boolean(h->dist.record_match));
-    json_t *e = json_pack("{s:s,s:I,s:o,s:s,s:b,s:o}", "path", o->path, "size", (json_int_t)o->size, "sha256",
-                          h && h->sha256[0] ? json_string(h->sha256) : json_null(), "identity",
-                          h ? h->identity : "missing", "main", o->main, "distribution", dist);
-    if (h && h->error[0]) json_object_set_new(e, "hash_error", json_string(h->error));
-    json_array_append_new(objs, e);
-  }
-  return json_pack("{s:b,s:o}", "complete", !m->failed, "objects", objs);
-}
-
-static json_t *checked_json(struct ctx *c, const char *sha) {
-  json_t *dumps = json_array();
-  for (size_t i = 0; sha && i < c->ndumps; i++) {
-    if (strcmp(c->dumps[i].sha, sha)) continue;
-    json_t *rep = NULL;
-    struct check_summary s;
-    struct dkb_err e;
-    dkb_err_clear(&e);
-    if (check_dump(c->dumps[i].dir, &rep, &s, &e)) {
-      char msg[2048];
-      dkb_err_format(&e, msg, sizeof msg);
-      c->out->dump_malformed = 1;
-      json_array_append_new(dumps, json_pack("{s:s,s:s}", "dir", c->dumps[i].dir, "error", msg));
-      continue;
-    }
-    if (!s.passed) c->out->dump_failed = 1;
-    json_array_append_new(dumps, json_pack("{s:s,s:s,s:b,s:o}", "dir", c->dumps[i].dir, "call_key_sha256",
-                                           s.call_key_sha256, "passed", s.passed, "report", rep));
-  }
-  return json_pack("{s:o,s:s}", "dumps", dumps, "limit",
-                   "a dump declares the same call key; dkb cannot prove its output is the output of the kernels observed in the range");
-}
-
 /* The loader maps a bundle cites, each once: maps[pos[s]] is process map s (the first of its equals). */
 struct cited_maps {
   json_t *maps;
@@ -423,7 +326,7 @@ static json_t *instance_json(struct ctx *c, const struct proc_ctx *x, size_t r, 
       size_t s = p->maps[i].same_as;
       if (cm->pos[s] == NONE) {
         cm->pos[s] = json_array_size(cm->maps);
-        json_array_append_new(cm->maps, map_json(c, &p->maps[s]));
+        json_array_append_new(cm->maps, trace_loaded_map_json(&c->loaded, &p->maps[s]));
       }
       mref = json_integer((json_int_t)cm->pos[s]);
       break;
@@ -500,7 +403,7 @@ static json_t *bundle_doc(struct ctx *c, const struct proc_ctx *x, const char *n
                           name ? name : "", "selected_by",
                           c->run->npatterns ? "--range" : "dkb/call/*", "instances", instances, "declared", declared,
                           "kernels", kernels, "split_combine", split_combine, "loaded", "maps", cm.maps, "modules", modules,
-                          "hashed_by", HASHED_BY, "checked", checked_json(c, sha), "timed", timed);
+                          "hashed_by", HASHED_BY, "checked", trace_dumps_checked(&c->dumps, sha), "timed", timed);
   /* the summary row for people */
   json_t *kshort = json_array();
   for (size_t i = 0; i < json_array_size(kernels); i++)
@@ -519,75 +422,7 @@ static json_t *bundle_doc(struct ctx *c, const struct proc_ctx *x, const char *n
   return doc;
 }
 
-/* ---- dumps ---- */
-
-static void add_dump(struct ctx *c, const char *dir) {
-  struct dump_call d;
-  struct dkb_err e;
-  char sha[65] = "";
-  if (dump_read_index(dir, &d, &e) == 0) {
-    memcpy(sha, d.call_key_sha256, 65);
-    dump_call_release(&d);
-  } else {
-    c->out->dump_malformed = 1; /* no call key to match on: kept so the summary can say it */
-  }
-  c->dumps = DKB_REALLOC(c->dumps, (c->ndumps + 1) * sizeof *c->dumps);
-  c->dumps[c->ndumps].dir = DKB_STRDUP(dir);
-  memcpy(c->dumps[c->ndumps].sha, sha, 65);
-  c->ndumps++;
-}
-
-static int cmp_cstr(const void *a, const void *b) { return strcmp(*(char *const *)a, *(char *const *)b); }
-
-/* A dump folder, or every dump folder directly in it (name order). */
-static void find_dumps(struct ctx *c, const char *dir) {
-  char idx[4200];
-  struct stat st;
-  snprintf(idx, sizeof idx, "%s/index.json", dir);
-  if (stat(idx, &st) == 0) { add_dump(c, dir); return; }
-  DIR *d = opendir(dir);
-  if (!d) return;
-  char **sub = NULL;
-  size_t n = 0;
-  struct dirent *e;
-  while ((e = readdir(d))) {
-    if (e->d_name[0] == '.') continue;
-    char p[4400];
-    snprintf(p, sizeof p, "%s/%s/index.json", dir, e->d_name);
-    if (stat(p, &st) == 0) {
-      sub = DKB_REALLOC(sub, (n + 1) * sizeof *sub);
-      snprintf(p, sizeof p, "%s/%s", dir, e->d_name);
-      sub[n++] = DKB_STRDUP(p);
-    }
-  }
-  closedir(d);
-  if (n) qsort(sub, n, sizeof *sub, cmp_cstr);
-  for (size_t i = 0; i < n; i++) { add_dump(c, sub[i]); free(sub[i]); }
-  free(sub);
-}
-
 /* ---- the run ---- */
-
-static void collect_objects(struct ctx *c, const struct tr_proc *procs, size_t nprocs) {
-  size_t cap = 0;
-  for (size_t k = 0; k < nprocs; k++)
-    for (size_t m = 0; m < procs[k].nmaps; m++)
-      for (size_t i = 0; i < procs[k].maps[m].nobjects; i++) {
-        const struct tr_object *o = &procs[k].maps[m].objects[i];
-        if (c->nobjs == cap) c->objs = DKB_REALLOC(c->objs, (cap = cap ? 2 * cap : 256) * sizeof *c->objs);
-        c->objs[c->nobjs++] = (struct hobj){.path = o->path, .dev = o->dev, .ino = o->ino, .size = o->size,
-                                            .mtime = o->mtime_ns, .missing = o->missing};
-      }
-  if (!c->nobjs) return;
-  qsort(c->objs, c->nobjs, sizeof *c->objs, cmp_hobj);
-  size_t w = 0;
-  for (size_t i = 0; i < c->nobjs; i++)
-    if (!w || cmp_hobj(&c->objs[w - 1], &c->objs[i])) c->objs[w++] = c->objs[i];
-  c->nobjs = w;
-  dkb_parallel_for((int64_t)c->nobjs, hash_one, c->objs);
-  for (size_t i = 0; i < c->nobjs; i++)
-    if (c->objs[i].sha256[0]) c->objs[i].has_dist = pydist_lookup(c->dist, c->objs[i].path, c->objs[i].sha256, &c->objs[i].dist);
-}
 
 /* Ended without everything it recorded: a cut line, lost or dropped records, and with CUPTI on, no exit
  * path, a line count other than the end record's, or no final flush. NVTX records are written as they
@@ -615,9 +450,9 @@ static json_t *proc_summary(const struct trace_run *run, const struct tr_proc *p
 int trace_bundles_build(const struct tr_proc *procs, size_t nprocs, const struct trace_run *run,
                         struct trace_bundle_set *out, struct dkb_err *err) {
   memset(out, 0, sizeof *out);
-  struct ctx c = {.run = run, .dist = pydist_new(), .out = out};
-  collect_objects(&c, procs, nprocs);
-  for (size_t i = 0; i < run->ndump_dirs; i++) find_dumps(&c, run->dump_dirs[i]);
+  struct ctx c = {.run = run};
+  trace_loaded_hash(&c.loaded, procs, nprocs);
+  for (size_t i = 0; i < run->ndump_dirs; i++) trace_dumps_find(&c.dumps, run->dump_dirs[i]);
   json_t *rows = json_array(), *plist = json_array();
   size_t cap = 0;
   int rc = 0;
@@ -670,15 +505,11 @@ int trace_bundles_build(const struct tr_proc *procs, size_t nprocs, const struct
     }
     proc_ctx_free(&x);
   }
-  json_t *dumps = json_array();
-  for (size_t i = 0; i < c.ndumps; i++) {
-    json_array_append_new(dumps, json_pack("{s:s,s:o}", "dir", c.dumps[i].dir, "call_key_sha256",
-                                           c.dumps[i].sha[0] ? json_string(c.dumps[i].sha) : json_null()));
-    free(c.dumps[i].dir);
-  }
-  free(c.dumps);
-  free(c.objs);
-  pydist_free(c.dist);
+  json_t *dumps = trace_dumps_json(&c.dumps);
+  out->dump_malformed = c.dumps.malformed;
+  out->dump_failed = c.dumps.failed;
+  trace_dumps_release(&c.dumps);
+  trace_loaded_release(&c.loaded);
   out->summary = json_pack("{s:s,s:O,s:O,s:O,s:o,s:o,s:o}", "schema", "dkb.trace-summary/v1", "meta", run->meta, "argv",
                            run->argv, "exit", run->child_exit ? run->child_exit : json_null(), "processes", plist, "calls",
                            rows, "dumps", dumps);
