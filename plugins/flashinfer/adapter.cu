@@ -1,10 +1,10 @@
 /* adapter.cu - the FlashInfer plugin's C ABI (include/dkb/backend.h): two backends, flashinfer_decode
  * (FlashInfer's CUDA-core batch decode) and flashinfer_decode_tc (its tensor-core decode, the FA2
- * batch-prefill kernel with one query row), over one admission rule, one page-table normalisation and
- * one plan record. FlashInfer's templates live in the inst/ files behind fi.h; none is included here.
+ * batch-prefill kernel with one query row), over one admission rule (admit.cu), one page-table
+ * normalisation (page_table.cu) and one plan record. FlashInfer's templates live in the inst/ files
+ * behind fi.h; none is included here.
  * Every entry point catches every exception: FlashInfer's FLASHINFER_ERROR throws. */
-#include "dkb/backend.h"
-#include "plugins/flashinfer/fi.h"
+#include "plugins/flashinfer/adapter.h"
 
 #include <cuda_runtime.h>
 
@@ -43,43 +43,6 @@ const Instance *const kInstances[] = {
 #undef DKBFI_BOTH
 const int kNumInstances = sizeof kInstances / sizeof kInstances[0];
 
-namespace {
-
-const char kVersion[] = "0.7.2.post1"; /* the flashinfer-python wheel built against (plugin.mk) */
-
-/* FlashInfer's page arithmetic is 32-bit: paged_kv_t's strides are uint32_t, and the decode kernel's
- * packed page iterator (indptr[b] * page_size + key, uint32_t, compared as int32 IdType with the last
- * indptr) runs up to a tile of prefetch past a request's last key. Calls are admitted only while that
- * stays below 2^31 with this much room to spare (more than any tile FlashInfer prefetches). */
-constexpr int64_t kPageIterSlack = 1 << 16;
-constexpr int64_t kInt31 = (int64_t)1 << 31;
-constexpr int64_t kUint32 = (int64_t)1 << 32;
-
-/* The page-table view each dkb layout gets (csr_build): what FlashInfer's paged_kv_t is told. */
-enum Table {
-  kCsrDirect,          /* dkb's CSR arrays, used as they are */
-  kCsrRebuilt,         /* dkb's CSR, rebuilt with exactly the pages kv_len needs */
-  kDenseToCsr,         /* a dense block table, converted */
-  kContiguousTokens,   /* contiguous NHD: pages of one token, page id = row * T_cap + key */
-  kContiguousRows,     /* contiguous HND: one page of T_cap tokens per request, page id = row */
-  kRaggedTokens        /* ragged NHD: pages of one token, page id = indptr[b] + key */
-};
-const char *const kTableNames[] = {"csr_direct", "csr_rebuilt", "dense_to_csr", "contiguous_nhd_as_pages_of_1",
-                                   "contiguous_hnd_as_one_page_per_row", "ragged_nhd_as_pages_of_1"};
-
-const char *dtype_name(int t) {
-  return t == DKB_ABI_F16 ? "fp16" : t == DKB_ABI_BF16 ? "bf16" : t == DKB_ABI_F32 ? "fp32" : "unknown";
-}
-
-struct Backend {
-  int path;
-};
-const Backend kCudaCoreBackend = {kCudaCore};
-const Backend kTensorCoreBackend = {kTensorCore};
-
-thread_local std::string g_error; /* last_error(NULL): admit and plan, per thread */
-
-int fail(std::string &where, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 int fail(std::string &where, const char *fmt, ...) {
   char buf[512];
   va_list ap;
@@ -90,188 +53,24 @@ int fail(std::string &where, const char *fmt, ...) {
   return DKB_BACKEND_ERROR;
 }
 
+namespace {
+
+const char kVersion[] = "0.7.2.post1"; /* the flashinfer-python wheel built against (plugin.mk) */
+
+struct Backend {
+  int path;
+};
+const Backend kCudaCoreBackend = {kCudaCore};
+const Backend kTensorCoreBackend = {kTensorCore};
+
+thread_local std::string g_error; /* last_error(NULL): admit and plan, per thread */
+
 /* A CUDA or FlashInfer failure as the ABI returns it: the positive cudaError_t, the message kept, the
  * sticky error cleared. */
 int fail_cuda(std::string &where, const char *what, cudaError_t e) {
   (void)cudaGetLastError();
   where = std::string(what) + ": " + cudaGetErrorName(e) + ": " + cudaGetErrorString(e);
   return (int)e;
-}
-
-/* ---- admission ------------------------------------------------------------------------------------ */
-
-struct Reasons {
-  struct dkb_reason *out;
-  int cap, n;
-  void add(char factor, const char *fmt, ...) __attribute__((format(printf, 3, 4))) {
-    if (n >= cap) return;
-    out[n].factor = factor;
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(out[n].text, sizeof out[n].text, fmt, ap);
-    va_end(ap);
-    n++;
-  }
-};
-
-const Instance *find_instance(int path, int dtype, int head_dim, bool swa) {
-  for (int i = 0; i < kNumInstances; i++) {
-    const Instance *x = kInstances[i];
-    if (x->path == path && x->dtype == dtype && x->head_dim == head_dim && x->sliding_window == swa) return x;
-  }
-  return nullptr;
-}
-
-/* "64, 128, 256": the head dims built for a path and dtype */
-std::string built_head_dims(int path, int dtype) {
-  std::string s;
-  for (int i = 0; i < kNumInstances; i++) {
-    const Instance *x = kInstances[i];
-    if (x->path != path || x->dtype != dtype || x->sliding_window) continue;
-    if (!s.empty()) s += ", ";
-    s += std::to_string(x->head_dim);
-  }
-  return s.empty() ? "none" : s;
-}
-
-/* The page size FlashInfer is given for a layout (csr_build): what its planner splits in. */
-int64_t flashinfer_page_size(const struct dkb_call *c) {
-  switch (c->layout) {
-  case DKB_ABI_PAGED_NHD:
-  case DKB_ABI_PAGED_HND: return c->page_size;
-  case DKB_ABI_CONTIGUOUS_HND: return c->T_cap;
-  default: return 1;
-  }
-}
-
-/* The most K/V chunks FlashInfer's planners can cut a request into (scheduler.cuh). Both binary-search
- * a chunk of at least max(128 / page_size, 1) pages, and stop at the smallest chunk whose work items
- * fit their grid: the CUDA-core planner's occupancy x SMs over the K/V heads (its CTAs have at least
- * 128 threads, so at most 16 are resident per SM of 2048 threads), the tensor-core planner's 2 CTAs
- * per SM over the K/V heads. */
-int64_t max_planner_splits(int path, const struct dkb_call *c) {
-  const int64_t P = flashinfer_page_size(c);
-  if (P < 1 || c->max_kv_len < 1) return 1;
-  const int64_t pages = (c->max_kv_len + P - 1) / P;
-  const int64_t lb = P >= 128 ? 1 : 128 / P;
-  int64_t most = (pages + lb - 1) / lb;
-  if (c->sm_count > 0 && c->H_kv > 0) {
-    const int64_t grid = (path == kCudaCore ? 16 : 2) * (int64_t)c->sm_count / c->H_kv;
-    const int64_t cap = grid > 1 ? grid : 1;
-    most = most < cap ? most : cap;
-  }
-  return most;
-}
-
-bool cuda_core_group(int64_t g) { return g == 1 || g == 2 || g == 3 || g == 4 || g == 6 || g == 8 || g == 16; }
-
-void admit_layout(const struct dkb_call *c, Reasons &r) {
-  const int64_t d = c->d_qk, H = c->H_kv;
-  switch (c->layout) {
-  case DKB_ABI_PAGED_NHD:
-  case DKB_ABI_PAGED_HND:
-    if (c->table != DKB_ABI_TABLE_DENSE && c->table != DKB_ABI_TABLE_CSR)
-      r.add('L', "table=%d unsupported (dense or csr)", (int)c->table);
-    if (c->page_size < 1) {
-      r.add('L', "page_size=%" PRId64 " unsupported", c->page_size);
-      break;
-    }
-    if (H * c->page_size * d >= kUint32)
-      r.add('L', "page_size=%" PRId64 " unsupported: a page of %" PRId64 " elements exceeds uint32 strides",
-            c->page_size, H * c->page_size * d);
-    if (c->total_kv_len + (int64_t)c->B * c->page_size + kPageIterSlack >= kInt31)
-      r.add('L', "total_kv_len=%" PRId64 " unsupported: flashinfer's page iterator is 32-bit", c->total_kv_len);
-    if (c->num_pages >= kInt31) r.add('L', "num_pages=%" PRId64 " unsupported: page ids are int32", c->num_pages);
-    break;
-  case DKB_ABI_CONTIGUOUS_NHD: /* pages of one token */
-    if (c->cache_rows * c->T_cap >= kInt31)
-      r.add('L', "cache_rows*T_cap=%" PRId64 " unsupported: token page ids are int32", c->cache_rows * c->T_cap);
-    if (c->total_kv_len + kPageIterSlack >= kInt31)
-      r.add('L', "total_kv_len=%" PRId64 " unsupported: flashinfer's page iterator is 32-bit", c->total_kv_len);
-    break;
-  case DKB_ABI_CONTIGUOUS_HND: /* one page of T_cap tokens per request */
-    if (H * c->T_cap * d >= kUint32)
-      r.add('L', "T_cap=%" PRId64 " unsupported: a cache row of %" PRId64 " elements exceeds uint32 strides",
-            c->T_cap, H * c->T_cap * d);
-    if (((int64_t)c->B + 1) * c->T_cap + kPageIterSlack >= kInt31)
-      r.add('L', "B*T_cap=%" PRId64 " unsupported: flashinfer's page iterator is 32-bit", (int64_t)c->B * c->T_cap);
-    break;
-  case DKB_ABI_RAGGED_NHD: /* pages of one token */
-    if (c->total_kv_len + kPageIterSlack >= kInt31)
-      r.add('L', "total_kv_len=%" PRId64 " unsupported: flashinfer's page iterator is 32-bit", c->total_kv_len);
-    break;
-  default: r.add('L', "layout=%d unsupported", (int)c->layout);
-  }
-}
-
-void admit_split(int path, const struct dkb_call *c, Reasons &r) {
-  const int64_t P = flashinfer_page_size(c);
-  switch (c->split_policy) {
-  case DKB_ABI_SPLIT_AUTO: {
-    const int64_t most = max_planner_splits(path, c);
-    if (most > c->max_splits)
-      r.add('C', "max_splits=%d unsupported: flashinfer's planner may cut a request into %" PRId64, (int)c->max_splits,
-            most);
-    break;
-  }
-  case DKB_ABI_SPLIT_FIXED:
-    if (path == kCudaCore) r.add('C', "split=fixed unsupported (flashinfer's planner chooses the split)");
-    else if (c->splits != 1)
-      r.add('C', "split=fixed with splits=%d unsupported (flashinfer fixes a chunk, not a count)", (int)c->splits);
-    break;
-  case DKB_ABI_SPLIT_CHUNK:
-    if (path == kCudaCore) r.add('C', "split=chunk unsupported (flashinfer's planner chooses the split)");
-    else {
-      if (P < 1 || c->chunk % P || c->chunk / P >= kInt31)
-        r.add('C', "chunk=%" PRId64 " unsupported: not a multiple of flashinfer's page_size=%" PRId64, c->chunk, P);
-      if (c->graph) r.add('C', "split=chunk unsupported with graph=true (flashinfer's padded grid)");
-    }
-    break;
-  default: r.add('C', "split_policy=%d unsupported", (int)c->split_policy);
-  }
-}
-
-/* Every check in the factor order of backend.h; every reason is true of the instances compiled. */
-void admit_call(int path, const struct dkb_call *c, Reasons &r) {
-  if (c->phase != DKB_ABI_DECODE) r.add('P', "phase=append unsupported");
-  if (c->compute_capability < 0) r.add('H', "compute_capability unknown: no CUDA device");
-  else if (c->compute_capability != 90)
-    r.add('H', "compute_capability=%d unsupported (built for sm_90a only)", (int)c->compute_capability);
-  const bool dtype_ok = c->dtype == DKB_ABI_F16 || c->dtype == DKB_ABI_BF16;
-  if (!dtype_ok) r.add('D', "dtype=%s unsupported", dtype_name(c->dtype));
-  if (c->kv_dtype != c->dtype)
-    r.add('K', "kv_dtype=%s unsupported with dtype=%s (one storage dtype)", dtype_name(c->kv_dtype),
-          dtype_name(c->dtype));
-  if (c->q_len != 1) r.add('Q', "q_len=%d unsupported", (int)c->q_len);
-  if (c->d_v != c->d_qk)
-    r.add('Q', "head_dim_vo=%d unsupported with head_dim_qk=%d (equal head dims only)", (int)c->d_v, (int)c->d_qk);
-  const bool built = dtype_ok && find_instance(path, c->dtype, c->d_qk, false);
-  if (dtype_ok && !built)
-    r.add('Q', "head_dim_qk=%d unsupported (built: %s)", (int)c->d_qk, built_head_dims(path, c->dtype).c_str());
-  if (c->H_kv < 1 || c->H_q < 1 || c->H_q % c->H_kv) {
-    r.add('G', "H_q=%d unsupported with H_kv=%d (not a multiple)", (int)c->H_q, (int)c->H_kv);
-  } else {
-    const int64_t g = c->H_q / c->H_kv;
-    if (path == kCudaCore && !cuda_core_group(g))
-      r.add('G', "group_size=%" PRId64 " unsupported (flashinfer dispatches 1, 2, 3, 4, 6, 8, 16)", g);
-    if (path == kTensorCore && g > 16)
-      r.add('G', "group_size=%" PRId64 " unsupported (built for cta_tile_q=16: groups up to 16)", g);
-  }
-  admit_layout(c, r);
-  switch (c->mask_kind) {
-  case DKB_ABI_MASK_NONE:
-  case DKB_ABI_MASK_CAUSAL: break; /* one query row at the last key: causal hides nothing */
-  case DKB_ABI_MASK_SLIDING_WINDOW:
-    if (c->sink != 0) r.add('M', "sink=%" PRId64 " unsupported (window_left only)", c->sink);
-    if (c->window < 1 || c->window > INT32_MAX)
-      r.add('M', "window=%" PRId64 " unsupported (window_left is int32)", c->window);
-    if (built && !find_instance(path, c->dtype, c->d_qk, true))
-      r.add('M', "mask=sliding_window unsupported: not built for head_dim=%d", (int)c->d_qk);
-    break;
-  case DKB_ABI_MASK_FLASHMASK: r.add('M', "mask=flashmask unsupported"); break;
-  default: r.add('M', "mask_kind=%d unsupported", (int)c->mask_kind);
-  }
-  admit_split(path, c, r);
 }
 
 int check_call(const struct dkb_call *c, std::string &err) {
@@ -281,105 +80,6 @@ int check_call(const struct dkb_call *c, std::string &err) {
   if (c->size < sizeof(struct dkb_call))
     return fail(err, "call size=%u, smaller than the plugin's struct dkb_call (%zu)", c->size,
                 sizeof(struct dkb_call));
-  return 0;
-}
-
-/* ---- the page table FlashInfer is given ---------------------------------------------------------- */
-
-struct Csr {
-  int table;       /* enum Table */
-  bool direct;     /* the call's own device arrays serve (kCsrDirect) */
-};
-
-/* Fills p's page size, layout and CSR (host) from dkb's call; request b gets exactly the pages its
- * kv_len[b] keys need, the last one holding kv_len[b] - (pages - 1) * page_size of them. */
-int csr_build(const struct dkb_call *c, Problem &p, Csr &t, std::string &err) {
-  const int B = c->B;
-  if (!c->kv_len) return fail(err, "plan: kv_len is NULL");
-  p.indptr.assign(1, 0);
-  p.indices.clear();
-  p.last_page_len.clear();
-  auto push = [&](int64_t P, int64_t kv, auto page_of) {
-    const int64_t n = (kv + P - 1) / P;
-    for (int64_t j = 0; j < n; j++) p.indices.push_back((int32_t)page_of(j));
-    p.indptr.push_back((int32_t)p.indices.size());
-    p.last_page_len.push_back((int32_t)(kv - (n - 1) * P));
-  };
-  for (int b = 0; b < B; b++)
-    if (c->kv_len[b] < 1) return fail(err, "plan: kv_len[%d]=%" PRId64 " (at least 1 expected)", b, c->kv_len[b]);
-  p.kv_layout = (c->layout == DKB_ABI_PAGED_HND || c->layout == DKB_ABI_CONTIGUOUS_HND) ? kHND : kNHD;
-  t.direct = false;
-  switch (c->layout) {
-  case DKB_ABI_PAGED_NHD:
-  case DKB_ABI_PAGED_HND: {
-    const int64_t P = c->page_size;
-    p.page_size = (uint32_t)P;
-    if (c->table == DKB_ABI_TABLE_CSR) {
-      if (!c->page_indptr || !c->page_indices) return fail(err, "plan: page_indptr or page_indices is NULL");
-      bool same = c->page_indptr[0] == 0 && c->last_page_len; /* without last_page_len: rebuilt */
-      for (int b = 0; b < B; b++) {
-        const int64_t kv = c->kv_len[b], n = (kv + P - 1) / P;
-        const int64_t lo = c->page_indptr[b], have = (int64_t)c->page_indptr[b + 1] - lo;
-        if (have < n)
-          return fail(err, "plan: request %d has %" PRId64 " pages, kv_len=%" PRId64 " needs %" PRId64, b, have, kv, n);
-        for (int64_t j = 0; j < n; j++) {
-          const int64_t id = c->page_indices[lo + j];
-          if (id < 0 || id >= c->num_pages)
-            return fail(err, "plan: request %d page %" PRId64 " is %" PRId64 " (pool of %" PRId64 ")", b, j, id,
-                        c->num_pages);
-        }
-        push(P, kv, [&](int64_t j) { return c->page_indices[lo + j]; });
-        same = same && have == n && c->last_page_len[b] == p.last_page_len[b];
-      }
-      t.table = same ? kCsrDirect : kCsrRebuilt;
-      t.direct = same;
-    } else {
-      if (!c->block_table || !c->cache_batch_idx) return fail(err, "plan: block_table or cache_batch_idx is NULL");
-      for (int b = 0; b < B; b++) {
-        const int64_t kv = c->kv_len[b], n = (kv + P - 1) / P, row = c->cache_batch_idx[b];
-        if (row < 0 || row >= c->cache_rows)
-          return fail(err, "plan: cache_batch_idx[%d]=%" PRId64 " (%" PRId64 " rows)", b, row, c->cache_rows);
-        if (n > c->table_width)
-          return fail(err, "plan: request %d needs %" PRId64 " pages, the table has %" PRId64, b, n, c->table_width);
-        const int32_t *ids = c->block_table + row * c->table_width;
-        for (int64_t j = 0; j < n; j++)
-          if (ids[j] < 0 || ids[j] >= c->num_pages)
-            return fail(err, "plan: request %d page %" PRId64 " is %d (pool of %" PRId64 ")", b, j, ids[j],
-                        c->num_pages);
-        push(P, kv, [&](int64_t j) { return ids[j]; });
-      }
-      t.table = kDenseToCsr;
-    }
-    break;
-  }
-  case DKB_ABI_CONTIGUOUS_NHD:
-  case DKB_ABI_CONTIGUOUS_HND: {
-    if (!c->cache_batch_idx) return fail(err, "plan: cache_batch_idx is NULL");
-    const bool tokens = c->layout == DKB_ABI_CONTIGUOUS_NHD;
-    p.page_size = tokens ? 1u : (uint32_t)c->T_cap;
-    for (int b = 0; b < B; b++) {
-      const int64_t kv = c->kv_len[b], row = c->cache_batch_idx[b];
-      if (row < 0 || row >= c->cache_rows)
-        return fail(err, "plan: cache_batch_idx[%d]=%" PRId64 " (%" PRId64 " rows)", b, row, c->cache_rows);
-      if (kv > c->T_cap) return fail(err, "plan: kv_len[%d]=%" PRId64 " exceeds T_cap=%" PRId64, b, kv, c->T_cap);
-      if (tokens) push(1, kv, [&](int64_t j) { return row * c->T_cap + j; });
-      else push(c->T_cap, kv, [&](int64_t) { return row; });
-    }
-    t.table = tokens ? kContiguousTokens : kContiguousRows;
-    break;
-  }
-  case DKB_ABI_RAGGED_NHD:
-    if (!c->indptr) return fail(err, "plan: indptr is NULL");
-    p.page_size = 1;
-    for (int b = 0; b < B; b++) {
-      const int64_t kv = c->kv_len[b], lo = c->indptr[b];
-      if (kv > c->indptr[b + 1] - lo) return fail(err, "plan: kv_len[%d]=%" PRId64 " exceeds its range", b, kv);
-      push(1, kv, [&](int64_t j) { return lo + j; });
-    }
-    t.table = kRaggedTokens;
-    break;
-  default: return fail(err, "plan: layout=%d unsupported", (int)c->layout);
-  }
   return 0;
 }
 

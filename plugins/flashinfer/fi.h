@@ -23,7 +23,7 @@ enum KvLayout { kNHD = 0, kHND = 1 };  /* flashinfer::QKVLayout's values */
 enum Dtype { kF16 = 0, kBF16 = 1 };
 
 /* One call as FlashInfer sees it: a paged K/V cache with a CSR page table, its host copy built by
- * adapter.cu from whichever layout dkb's call has (adapter.cu, csr_build). */
+ * adapter.cu from whichever layout dkb's call has (page_table.cu, csr_build). */
 struct Problem {
   int path;                    /* enum Path */
   int dtype;                   /* enum Dtype: Q, K, V and O */

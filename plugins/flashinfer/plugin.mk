@@ -13,8 +13,9 @@ FI_OUT     := $(BUILD)/plugins/flashinfer
 FI_LIB     := $(BUILD)/plugins/libdkb_flashinfer.so
 FI_TEST    := $(FI_OUT)/test_plugin
 
-# One translation unit per (path, dtype, head dim), so `make -j` compiles them side by side.
-FI_SRC     := plugins/flashinfer/adapter.cu $(sort $(wildcard plugins/flashinfer/inst/*.cu))
+# The adapter (its ABI, admission and page table: host code) and one translation unit per (path, dtype,
+# head dim), so `make -j` compiles them side by side.
+FI_SRC     := plugins/flashinfer/adapter.cu plugins/flashinfer/admit.cu plugins/flashinfer/page_table.cu $(sort $(wildcard plugins/flashinfer/inst/*.cu))
 FI_O       := $(FI_SRC:plugins/flashinfer/%.cu=$(FI_OUT)/%.o)
 
 # jit/core.py gen_jit_spec and jit/cpp_ext.py build_cuda_cflags; SM 9.x gets sm_90a
