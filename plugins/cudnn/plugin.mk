@@ -65,13 +65,13 @@ $(CUDNN_SO): $(CUDNN_OBJ) $(CUDNN_B)/provenance.o plugins/cudnn/exports.map
 	$(NVCC) $(PLUGIN_FLAGS) -o $@ $(filter %.o,$^) $(CUDNN_LDFLAGS)
 
 # The CPU test (cmocka): loads the library with dlopen, checks its table, admission, both documents, and
-# with a GPU one small call per K/V addressing mode against a float64 reference.
-$(CUDNN_TEST): plugins/cudnn/test_cudnn.c include/dkb/backend.h plugins/cudnn/plugin.mk
+# with a GPU (test_gpu.c) one small call per K/V addressing mode against a float64 reference.
+$(CUDNN_TEST): plugins/cudnn/test_cudnn.c plugins/cudnn/test_gpu.c plugins/cudnn/test_cudnn.h include/dkb/backend.h plugins/cudnn/plugin.mk
 	@mkdir -p $(@D)
-	$(CC) -std=c11 -O2 -g -Wall -Wextra -D_GNU_SOURCE -Iinclude -I$(CUDA)/include \
+	$(CC) -std=c11 -O2 -g -Wall -Wextra -D_GNU_SOURCE -I. -Iinclude -I$(CUDA)/include \
 	  -DCUDNN_TEST_SO='"$(CUDNN_SO)"' -DCUDNN_TEST_UPSTREAM='"$(CUDNN_FE_DIR)"' \
 	  -DCUDNN_TEST_RECORD='"$(CUDNN_FE_RECORD)"' -DCUDNN_TEST_PIN='"$(CUDNN_FE_SHA256)"' \
-	  -DCUDNN_TEST_FE_VERSION='"$(CUDNN_FE_VERSION)"' $< -o $@ \
+	  -DCUDNN_TEST_FE_VERSION='"$(CUDNN_FE_VERSION)"' $(filter %.c,$^) -o $@ \
 	  -lcmocka -Wl,-Bstatic -ljansson -Wl,-Bdynamic -lcrypto -L$(CUDA)/lib64 -Wl,-rpath,$(CUDA)/lib64 -lcudart -ldl -lm
 
 -include $(CUDNN_OBJ:.o=.d)
