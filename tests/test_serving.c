@@ -319,7 +319,10 @@ static void the_serving_matrix_puts_the_issues_targets_on_dkbs_cases(void **s) {
   static const char *const names[] = {
       "b64-t2048-g4-contig", "b64-t2048-g4-contig/split1", "b64-t2048-g4-contig/split2", "b64-t2048-g4-paged1",
       "b64-t2048-g4-paged16", "b64-t2048-g4-paged64", "b64-t2048-g4-fp16-contig", "b64-t2048-g4-fp16-paged16",
-      "b128-t1024-g8-contig", "b128-t1024-g8-paged16", "b64-t2048-g4-d64-contig", "b64-t2048-g4-d64-paged16",
+      "b128-t1024-g8-contig", "b128-t1024-g8-paged16", "b64-t2048-g8-contig", "b64-t2048-g8-paged16",
+      "b128-t1024-g4-contig", "b128-t1024-g4-paged16", "b256-t512-g4-contig", "b256-t512-g4-paged16",
+      "b256-t512-g8-contig", "b256-t512-g8-paged16", "b512-t256-g4-contig", "b512-t256-g4-paged16",
+      "b512-t256-g8-contig", "b512-t256-g8-paged16", "b64-t2048-g4-d64-contig", "b64-t2048-g4-d64-paged16",
       "b64-t2048-g4-d256-contig", "b64-t2048-g4-d256-contig/split1", "b64-t2048-g4-d256-contig/split2",
       "b64-t2048-g4-d256-paged16", "ragged64-long4-packed", "ragged64-long4-paged16", "ragged64-long4-paged16/split1",
       "ragged64-long4-paged16/split2", "ragged64-long4-paged16/split4", "ragged64-long4-paged16/split8",
@@ -367,9 +370,9 @@ static void the_serving_matrix_puts_the_issues_targets_on_dkbs_cases(void **s) {
     assert_string_equal(ref->dtype, c->dtype);
     within++;
   }
-  assert_int_equal(read97, 14);
+  assert_int_equal(read97, 26);
   assert_int_equal(read85, 2);
-  assert_int_equal(within, 9);
+  assert_int_equal(within, 15);
   bench_matrix_release(&m);
 }
 
@@ -421,11 +424,11 @@ static void the_serving_matrix_judges_paged_against_contiguous_and_peers(void **
       if (c == paged16 || c == paged64) assert_true(strstr(v[i].what, "of b64-t2048-g4-contig") != NULL);
     }
   }
-  /* 16 entries x 2 peers, and each admitted a forced split of 1 of cuDNN's 3 split entries */
-  assert_int_equal(peers, 16 * 2 + 3);
+  /* 28 entries x 2 peers, and each admitted a forced split of 1 of cuDNN's 3 split entries */
+  assert_int_equal(peers, 28 * 2 + 3);
   assert_int_equal(autos, 3);
-  assert_int_equal(reads, 16);
-  assert_int_equal(withins, 9);
+  assert_int_equal(reads, 28);
+  assert_int_equal(withins, 15);
   char dir[600];
   snprintf(dir, sizeof dir, "%s/serving-judged", tmp_dir());
   write_judged(dir, &m, &r, v, nv);

@@ -105,8 +105,8 @@ def serving():
 
 def ends():
     """The 537 MB of B=64, T=2048 as more, shorter requests (fixtures/bench/ends.json): B CTAs' ends a slot
-    at the same bytes, GQA 4 and 8, contiguous and 16-key pages. The four shapes the serving matrix
-    already has are its fixtures."""
+    at the same bytes, GQA 4 and 8, contiguous and 16-key pages. The four shapes serving() writes are
+    its fixtures; fixtures/bench/serving.json runs those of B=64 to 512 too."""
     for b in (32, 64, 128, 256, 512):
         t = 131072 // b
         for g in (4, 8):
