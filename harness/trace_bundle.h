@@ -5,10 +5,10 @@
  * The join is by correlation id, never by time: a kernel, memcpy or memset belongs to the range its
  * launching call was made in (the launch record's innermost range; a driver call made by a runtime call
  * shares it), and an instance of a call range owns every range nested in it on its thread. The loaded
- * objects the program listed are hashed here, after it ended, and each file's (device, inode, size,
- * mtime) is compared with what the program saw; files under site-packages are mapped to their installed
- * distributions (harness/pydist.h). A dump whose call key digest equals a call range's is checked
- * (harness/check.h) and its report kept. */
+ * objects the program listed are hashed after it ended, each file's (device, inode, size, mtime) compared
+ * with what the program saw, files under site-packages mapped to their installed distributions
+ * (harness/trace_loaded.h). A dump whose call key digest equals a call range's is checked and its report
+ * kept (harness/trace_dumps.h). */
 #ifndef DKB_TRACE_BUNDLE_H
 #define DKB_TRACE_BUNDLE_H
 
