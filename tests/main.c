@@ -5,7 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define GROUPS(X) X(cjson) X(cli) X(split_state) X(ledger) X(phase) X(registry) X(schedule) X(bench_claims) X(capture) X(measure) X(provenance) X(kv_address) X(mask) X(ladder) X(call_key) X(validate) X(preflight) X(npy) X(dump) X(captured) X(compare) X(run) X(plan) X(bench) X(repeat) X(outputs) X(plugins) X(side_by_side) X(serving) X(trace) X(trace_bundle) X(check)
+#define GROUPS(X) X(cjson) X(cli) X(split_state) X(ledger) X(phase) X(registry) X(schedule) X(bench_claims) X(capture) X(capture_trace) X(measure) X(provenance) X(kv_address) X(mask) X(ladder) X(call_key) X(validate) X(preflight) X(npy) X(dump) X(captured) X(compare) X(run) X(plan) X(bench) X(repeat) X(outputs) X(plugins) X(side_by_side) X(serving) X(trace) X(trace_bundle) X(check)
 
 #define DECLARE(name) const struct CMUnitTest *tests_##name(size_t *n);
 GROUPS(DECLARE)
