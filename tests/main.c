@@ -27,5 +27,6 @@ int main(void) {
   if (getenv("DKB_TEST_SKIP")) cmocka_set_skip_filter(getenv("DKB_TEST_SKIP"));
   int failed = _cmocka_run_group_tests("dkb", all, total, NULL, NULL);
   free(all);
+  tmp_dir_release(failed);
   return failed ? 1 : 0;
 }

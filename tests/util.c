@@ -28,13 +28,28 @@ char *slurp(const char *path) {
   return s;
 }
 
+static char tmp_dir_path[256];
+
 const char *tmp_dir(void) {
-  static char dir[256];
-  if (!dir[0]) {
-    snprintf(dir, sizeof dir, "/tmp/dkb-tests-XXXXXX");
-    if (!mkdtemp(dir)) abort();
+  if (!tmp_dir_path[0]) {
+    snprintf(tmp_dir_path, sizeof tmp_dir_path, "/tmp/dkb-tests-XXXXXX");
+    if (!mkdtemp(tmp_dir_path)) abort();
   }
-  return dir;
+  return tmp_dir_path;
+}
+
+static const char *tmp_dir_created(void) { return tmp_dir_path[0] ? tmp_dir_path : NULL; }
+
+void tmp_dir_release(int failed) {
+  const char *dir = tmp_dir_created();
+  if (!dir) return;
+  if (failed || getenv("DKB_TEST_KEEP")) {
+    fprintf(stderr, "dkb_tests: the tests' files are kept in %s\n", dir);
+    return;
+  }
+  char cmd[300];
+  snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+  if (system(cmd) != 0) fprintf(stderr, "dkb_tests: could not remove %s\n", dir);
 }
 
 const char *tmp_file(const char *name, const char *text) {

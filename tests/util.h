@@ -38,6 +38,9 @@ void run_result_release(struct run_result *r);
 const char *tmp_file(const char *name, const char *text);
 /* The per-run temp dir (created once). */
 const char *tmp_dir(void);
+/* At the end of the run: removes the temp dir (up to a GB of dumps, bundles and bench outputs), or keeps
+ * it and says where when a test failed or DKB_TEST_KEEP is set. */
+void tmp_dir_release(int failed);
 /* Whole file into a malloc'ed string (NULL if unreadable). */
 char *slurp(const char *path);
 
