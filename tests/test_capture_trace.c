@@ -135,33 +135,50 @@ static void trace_without_closed_range_counts_nothing_in_range(void **s) {
   dkb_trace_release(&t);
 }
 
+/* CUPTI records built by hand, each passed through the buffer callback's path: a trace of the range
+ * "dkb/call/x" under external id 9, its markers, the external id's correlation and a launch API record. */
+static void begin_hand_trace(struct dkb_trace *t) {
+  memset(t, 0, sizeof *t);
+  snprintf(t->range_name, sizeof t->range_name, "dkb/call/x");
+  t->external_id = 9;
+}
+
+static void take_marker(struct dkb_trace *t, CUpti_ActivityFlag flags, uint32_t id, uint64_t ts, const char *name) {
+  CUpti_ActivityMarker2 m;
+  memset(&m, 0, sizeof m);
+  m.kind = CUPTI_ACTIVITY_KIND_MARKER;
+  m.flags = flags, m.id = id, m.timestamp = ts, m.name = name;
+  dkb_trace_take_record(t, &m);
+}
+
+static void take_correlation(struct dkb_trace *t, uint64_t external_id, uint32_t correlation_id) {
+  CUpti_ActivityExternalCorrelation x;
+  memset(&x, 0, sizeof x);
+  x.kind = CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION;
+  x.externalKind = CUPTI_EXTERNAL_CORRELATION_KIND_CUSTOM0;
+  x.externalId = external_id, x.correlationId = correlation_id;
+  dkb_trace_take_record(t, &x);
+}
+
+static void take_api(struct dkb_trace *t, CUpti_ActivityKind kind, uint32_t cbid, uint32_t correlation_id) {
+  CUpti_ActivityAPI a;
+  memset(&a, 0, sizeof a);
+  a.kind = kind;
+  a.cbid = cbid;
+  a.correlationId = correlation_id, a.start = 1040, a.end = 1045, a.threadId = 5;
+  dkb_trace_take_record(t, &a);
+}
+
 /* A kernel launched through the driver API (cuDNN's runtime-compiled SDPA kernels) is the call's when its
  * driver record began in the range and carries the call's external correlation. */
 static void trace_ties_driver_api_launches_to_the_call(void **s) {
   (void)s;
   struct dkb_trace t;
-  memset(&t, 0, sizeof t);
-  snprintf(t.range_name, sizeof t.range_name, "dkb/call/x");
-  t.external_id = 9;
-  CUpti_ActivityMarker2 m;
-  memset(&m, 0, sizeof m);
-  m.kind = CUPTI_ACTIVITY_KIND_MARKER;
-  m.flags = CUPTI_ACTIVITY_FLAG_MARKER_START, m.id = 3, m.timestamp = 1000, m.name = "dkb/call/x";
-  dkb_trace_take_record(&t, &m);
-  m.flags = CUPTI_ACTIVITY_FLAG_MARKER_END, m.timestamp = 1100, m.name = NULL;
-  dkb_trace_take_record(&t, &m);
-  CUpti_ActivityExternalCorrelation x;
-  memset(&x, 0, sizeof x);
-  x.kind = CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION;
-  x.externalKind = CUPTI_EXTERNAL_CORRELATION_KIND_CUSTOM0;
-  x.externalId = 9, x.correlationId = 21;
-  dkb_trace_take_record(&t, &x);
-  CUpti_ActivityAPI a;
-  memset(&a, 0, sizeof a);
-  a.kind = CUPTI_ACTIVITY_KIND_DRIVER;
-  a.cbid = CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx;
-  a.correlationId = 21, a.start = 1040, a.end = 1045;
-  dkb_trace_take_record(&t, &a);
+  begin_hand_trace(&t);
+  take_marker(&t, CUPTI_ACTIVITY_FLAG_MARKER_START, 3, 1000, "dkb/call/x");
+  take_marker(&t, CUPTI_ACTIVITY_FLAG_MARKER_END, 3, 1100, NULL);
+  take_correlation(&t, 9, 21);
+  take_api(&t, CUPTI_ACTIVITY_KIND_DRIVER, CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx, 21);
   CUpti_ActivityKernel10 k;
   char name[] = "cudnn_generated_fort_native_sdpa_sm80_kernel0_0";
   memset(&k, 0, sizeof k);
@@ -187,40 +204,18 @@ static void trace_ties_driver_api_launches_to_the_call(void **s) {
   dkb_trace_release(&t);
 }
 
-/* CUPTI records built by hand go through the same path as the buffer callback's. */
+/* Markers pair by id; an instantaneous one is not a range; an END of an unknown id closes the open push. */
 static void trace_takes_cupti_records_and_pairs_markers(void **s) {
   (void)s;
   struct dkb_trace t;
-  memset(&t, 0, sizeof t);
-  snprintf(t.range_name, sizeof t.range_name, "dkb/call/x");
-  t.external_id = 9;
-  CUpti_ActivityMarker2 m;
-  memset(&m, 0, sizeof m);
-  m.kind = CUPTI_ACTIVITY_KIND_MARKER;
-  const struct { CUpti_ActivityFlag flags; uint32_t id; uint64_t ts; const char *name; } marks[] = {
-      {CUPTI_ACTIVITY_FLAG_MARKER_START, 3, 1000, "dkb/call/x"},
-      {CUPTI_ACTIVITY_FLAG_MARKER_START, 4, 1010, "inner"},
-      {CUPTI_ACTIVITY_FLAG_MARKER_END, 4, 1020, NULL},
-      {CUPTI_ACTIVITY_FLAG_MARKER_INSTANTANEOUS, 5, 1030, "instant"}, /* not a range: ignored */
-      {CUPTI_ACTIVITY_FLAG_MARKER_END, 99, 1100, NULL},               /* unknown id: closes the open push */
-  };
-  for (size_t i = 0; i < sizeof marks / sizeof marks[0]; i++) {
-    m.flags = marks[i].flags, m.id = marks[i].id, m.timestamp = marks[i].ts, m.name = marks[i].name;
-    dkb_trace_take_record(&t, &m);
-  }
-  CUpti_ActivityExternalCorrelation x;
-  memset(&x, 0, sizeof x);
-  x.kind = CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION;
-  x.externalKind = CUPTI_EXTERNAL_CORRELATION_KIND_CUSTOM0;
-  x.externalId = 9;
-  x.correlationId = 17;
-  dkb_trace_take_record(&t, &x);
-  CUpti_ActivityAPI a;
-  memset(&a, 0, sizeof a);
-  a.kind = CUPTI_ACTIVITY_KIND_RUNTIME;
-  a.cbid = CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000;
-  a.correlationId = 17, a.start = 1040, a.end = 1045, a.threadId = 5;
-  dkb_trace_take_record(&t, &a);
+  begin_hand_trace(&t);
+  take_marker(&t, CUPTI_ACTIVITY_FLAG_MARKER_START, 3, 1000, "dkb/call/x");
+  take_marker(&t, CUPTI_ACTIVITY_FLAG_MARKER_START, 4, 1010, "inner");
+  take_marker(&t, CUPTI_ACTIVITY_FLAG_MARKER_END, 4, 1020, NULL);
+  take_marker(&t, CUPTI_ACTIVITY_FLAG_MARKER_INSTANTANEOUS, 5, 1030, "instant");
+  take_marker(&t, CUPTI_ACTIVITY_FLAG_MARKER_END, 99, 1100, NULL);
+  take_correlation(&t, 9, 17);
+  take_api(&t, CUPTI_ACTIVITY_KIND_RUNTIME, CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000, 17);
   CUpti_ActivityKernel10 k;
   char name[] = "_Z6kernelPf";
   memset(&k, 0, sizeof k);
