@@ -26,6 +26,8 @@ import json
 import os
 import sys
 
+import bundle_folder_check  # beside this file: python puts its folder first on sys.path
+
 INDEX = "fixtures/captured/bench/index.json"
 RUN_FILES = {"bench.json", "bench.csv", "roofline-fraction.svg"}  # what dkb bench -o writes beside the cases
 DRAM_KV_MIN = 0.95  # harness/bench.h BENCH_DRAM_KV_MIN
@@ -43,22 +45,7 @@ def bundles(d="fixtures/captured/bundles"):
 
 
 def extra_files(d):
-    names = set()
-
-    def walk(x):
-        if isinstance(x, dict):
-            for v in x.values():
-                walk(v)
-        elif isinstance(x, list):
-            for v in x:
-                walk(v)
-        elif isinstance(x, str):
-            names.add(os.path.basename(x))
-
-    walk(json.load(open(d + "/bundle.json")))
-    extra = sorted(f for f in os.listdir(d) if f != "bundle.json" and f not in names)
-    print(*extra)
-    return 1 if extra else 0
+    return bundle_folder_check.main(d)
 
 
 def producer_launches(d):
