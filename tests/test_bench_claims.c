@@ -81,12 +81,12 @@ static void manifest_and_invalid_promotions_fail_closed(void **s) {
   json_t *doc = json_loads(r.out, 0, &e);
   assert_non_null(doc);
   json_t *rep = json_object_get(json_array_get(json_object_get(doc, "fixtures"), 0), "report");
-  assert_int_equal(json_integer_value(json_object_get(rep, "source_rows")), 8);
-  assert_int_equal(json_integer_value(json_object_get(rep, "partial_coordinates")), 8);
-  assert_int_equal(json_integer_value(json_object_get(rep, "cross_paper_comparable_pairs")), 0);
-  assert_int_equal(json_integer_value(json_object_get(rep, "source_internal_conflicts")), 1);
-  assert_int_equal(json_integer_value(json_object_get(rep, "locally_reproduced_claims")), 0);
-  assert_int_equal(json_integer_value(json_object_get(rep, "local_timing_samples")), 0);
+  assert_json_int(rep, "source_rows", 8);
+  assert_json_int(rep, "partial_coordinates", 8);
+  assert_json_int(rep, "cross_paper_comparable_pairs", 0);
+  assert_json_int(rep, "source_internal_conflicts", 1);
+  assert_json_int(rep, "locally_reproduced_claims", 0);
+  assert_json_int(rep, "local_timing_samples", 0);
   json_decref(doc);
   run_result_release(&r);
 

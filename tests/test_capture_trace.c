@@ -114,7 +114,7 @@ static void trace_finalize_joins_external_ids_and_the_range(void **s) {
   json_t *sum = dkb_trace_summary_json(&t);
   json_t *range = json_object_get(sum, "range");
   assert_true(json_is_true(json_object_get(range, "closed")));
-  assert_int_equal(json_integer_value(json_object_get(range, "duration_ns")), 200);
+  assert_json_int(range, "duration_ns", 200);
   assert_capture_schema("trace_summary", sum);
   dkb_trace_release(&t);
 }

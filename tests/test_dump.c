@@ -60,7 +60,7 @@ static void dump_index_lists_files_with_dtype_and_hash(void **s) {
   assert_string_equal(json_string_value(json_object_get(q, "dtype")), "bf16");
   assert_string_equal(json_string_value(json_object_get(q, "npy_dtype")), "<u2");
   /* 2*2*4*8 bf16 values after numpy's 128-byte header */
-  assert_int_equal(json_integer_value(json_object_get(q, "bytes")), 128 + 2 * 2 * 4 * 8 * 2);
+  assert_json_int(q, "bytes", 128 + 2 * 2 * 4 * 8 * 2);
   char path[600], sha[65];
   struct dkb_err err;
   snprintf(path, sizeof path, "%s/q.npy", dir);

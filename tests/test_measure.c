@@ -276,7 +276,7 @@ static void timing_json_keeps_every_sample_and_is_schema_valid(void **s) {
   assert_int_equal(json_array_size(arr), 20);
   for (int i = 0; i < 20; i++) assert_near(json_real_value(json_array_get(arr, i)), SYNTH[i], 0);
   assert_string_equal(json_string_value(json_object_get(j, "stop_reason")), "max_time");
-  assert_int_equal(json_integer_value(json_object_get(json_object_get(j, "summary"), "count")), 20);
+  assert_json_int(json_object_get(j, "summary"), "count", 20);
   assert_capture_schema("timing", j);
   t.samples_us[3] = NAN;
   assert_null(dkb_timing_json(&t, &err));

@@ -163,7 +163,7 @@ static void direct_plans_take_the_most_kv_heads_a_cta_whose_grid_still_fills_the
                pl.kv_heads_per_cta, cases[k].heads, pl.direct);
     if (pl.kv_heads_per_cta > 1) assert_true(pl.direct && !pl.fused);
     json_t *j = plan_json(&c, &pl);
-    assert_int_equal(json_integer_value(json_object_get(j, "kv_heads_per_cta")), pl.kv_heads_per_cta);
+    assert_json_int(j, "kv_heads_per_cta", pl.kv_heads_per_cta);
     json_decref(j);
     release_planned(&c, &in, &pl);
   }
@@ -211,7 +211,7 @@ static void cluster_plans_keep_each_requests_items_together_in_slot_order(void *
     plan_fixture(cases[k].path, &c, &in, &pl);
     if (pl.cluster != cases[k].cluster) fail_msg("%s: cluster %d, want %d", cases[k].path, pl.cluster, cases[k].cluster);
     json_t *j = plan_json(&c, &pl);
-    assert_int_equal(json_integer_value(json_object_get(j, "cluster_ctas")), pl.cluster);
+    assert_json_int(j, "cluster_ctas", pl.cluster);
     const char *mem = json_string_value(json_object_get(j, "workspace_memory"));
     assert_string_equal(mem, pl.direct ? "none" : pl.cluster ? "distributed shared memory" : "global");
     json_decref(j);

@@ -50,7 +50,7 @@ static void preflight_agrees_with_this_host(void **s) {
   const char *t = json_string_value(json_object_get(d, "terminal"));
   if (!driver) {
     assert_string_equal(t, "cuda_runtime_unavailable");
-    assert_int_equal(json_integer_value(json_object_get(d, "max_level")), 2);
+    assert_json_int(d, "max_level", 2);
     assert_true(has_reason(d, "nvidia_driver_not_loaded", 1));
   }
   json_decref(d);

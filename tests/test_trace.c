@@ -179,7 +179,7 @@ static void trace_range_open_at_exit_and_exit_in_range(void **s) {
   assert_true(json_is_true(json_object_get(json_object_get(b, "process"), "end_record")));
   assert_true(finding_has_reason(b, "executed", "executed_range_open"));
   const json_t *ex = json_object_get(json_object_get(b, "program"), "exit");
-  assert_int_equal(json_integer_value(json_object_get(ex, "code")), 3);
+  assert_json_int(ex, "code", 3);
   json_decref(b);
   /* abort(): no exit path, no end record */
   b = run_nvtx("abort", "", 1, trace_fresh_dir("nvtx_abort"), bp, sizeof bp);
@@ -201,7 +201,7 @@ static void trace_fork_child_writes_its_own_file(void **s) {
   assert_int_equal(json_array_size(ps), 2);
   const json_t *child = json_array_get(ps, json_is_null(json_object_get(json_array_get(ps, 0), "forked_from")) ? 1 : 0);
   assert_string_equal(json_string_value(json_object_get(child, "cupti")), "forked");
-  assert_int_equal(json_integer_value(json_object_get(child, "ranges")), 1);
+  assert_json_int(child, "ranges", 1);
   assert_false(json_is_true(json_object_get(child, "end_record"))); /* _exit: no exit path in the child */
   json_decref(sum);
 }
@@ -259,7 +259,7 @@ static void gpu_inject_test_program_runs_unchanged_and_attributed(void **s) {
     assert_true(json_is_true(json_object_get(f, "timed")));
     const char *range = json_string_value(json_object_get(row, "range"));
     /* a thread's range: fill + 3 adds + 2 graph replays of one add */
-    if (!strncmp(range, "inject/thread", 13)) assert_int_equal(json_integer_value(json_object_get(row, "launches")), 6);
+    if (!strncmp(range, "inject/thread", 13)) assert_json_int(row, "launches", 6);
   }
   json_decref(sum);
   char glob[700];

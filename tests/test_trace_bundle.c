@@ -84,26 +84,26 @@ static void trace_join_attributes_launches_by_correlation(void **s) {
   const json_t *a = json_array_get(inst, 0), *c = json_array_get(inst, 1);
   /* instance 1: a driver launch nested in a runtime one (its kernel carries the driver's id), a kernel in
    * the call range itself, a memcpy, and a launch made while capturing a graph */
-  assert_int_equal(json_integer_value(json_object_get(a, "kernels")), 2);
-  assert_int_equal(json_integer_value(json_object_get(a, "launch_calls")), 4);
-  assert_int_equal(json_integer_value(json_object_get(a, "captured_launches")), 1);
-  assert_int_equal(json_integer_value(json_object_get(a, "launches_without_record")), 0);
-  assert_int_equal(json_integer_value(json_object_get(a, "gpu_ns")), 6000);
-  assert_int_equal(json_integer_value(json_object_get(a, "memcpys")), 1);
-  assert_int_equal(json_integer_value(json_object_get(a, "memcpy_bytes")), 4096);
-  assert_int_equal(json_integer_value(json_object_get(a, "loader_map")), 0);
+  assert_json_int(a, "kernels", 2);
+  assert_json_int(a, "launch_calls", 4);
+  assert_json_int(a, "captured_launches", 1);
+  assert_json_int(a, "launches_without_record", 0);
+  assert_json_int(a, "gpu_ns", 6000);
+  assert_json_int(a, "memcpys", 1);
+  assert_json_int(a, "memcpy_bytes", 4096);
+  assert_json_int(a, "loader_map", 0);
   /* instance 2, another thread: one graph launch, two kernels replayed from it; the same loader map */
-  assert_int_equal(json_integer_value(json_object_get(c, "thread_id")), 11);
-  assert_int_equal(json_integer_value(json_object_get(c, "kernels")), 2);
-  assert_int_equal(json_integer_value(json_object_get(c, "gpu_ns")), 3000);
-  assert_int_equal(json_integer_value(json_object_get(c, "loader_map")), 0);
+  assert_json_int(c, "thread_id", 11);
+  assert_json_int(c, "kernels", 2);
+  assert_json_int(c, "gpu_ns", 3000);
+  assert_json_int(c, "loader_map", 0);
   const json_t *ks = json_object_get(b, "kernels");
   assert_int_equal(json_array_size(ks), 2); /* the worker's and the unattributed kernel are not here */
   const json_t *k0 = json_array_get(ks, 0), *k1 = json_array_get(ks, 1);
   assert_string_equal(json_string_value(json_object_get(k0, "demangled")), "flash_fwd_splitkv_kernel(float*, int)");
   assert_string_equal(json_string_value(json_object_get(k0, "role")), "split");
-  assert_int_equal(json_integer_value(json_object_get(k1, "launches")), 3);
-  assert_int_equal(json_integer_value(json_object_get(k1, "graph_launches")), 2);
+  assert_json_int(k1, "launches", 3);
+  assert_json_int(k1, "graph_launches", 2);
   assert_string_equal(json_string_value(json_object_get(k1, "role")), "combine");
   assert_true(json_is_true(json_object_get(json_object_get(b, "split_combine"), "split")));
   assert_true(json_is_true(json_object_get(json_object_get(b, "split_combine"), "combine")));

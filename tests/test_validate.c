@@ -308,7 +308,7 @@ static void bundle_without_its_artifacts_drops_to_level_2(void **s) {
   json_t *rep = validate_json("", file, &rc);
   const json_t *row = json_array_get(json_object_get(rep, "bundles"), 0);
   assert_int_equal(rc, 1);
-  assert_int_equal(json_integer_value(json_object_get(row, "computed_level")), 2);
+  assert_json_int(row, "computed_level", 2);
   char *got = finding_lines(json_object_get(row, "findings"));
   assert_string_equal(got, "0 claimed_level_exceeds_computed /claimed_level\n"
                            "0 status_contradicts_evidence /status/terminal\n"

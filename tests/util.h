@@ -44,6 +44,10 @@ void tmp_dir_release(int failed);
 /* Whole file into a malloc'ed string (NULL if unreadable). */
 char *slurp(const char *path);
 
+/* The integer member `key` of JSON object `obj` equals `want` (a missing or non-integer member reads 0); a
+ * macro so that a failure names the caller's line. */
+#define assert_json_int(obj, key, want) assert_int_equal(json_integer_value(json_object_get((obj), (key))), (want))
+
 /* Writes `fixture` to a temp file `name`, runs `dkb oracle` on it and asserts exit 3 with exactly
  * "dkb: error: PATH: " + `error` + "\n" on stderr (error is "/json/pointer: reason"). */
 void assert_oracle_malformed(const char *name, const char *fixture, const char *error);
