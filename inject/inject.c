@@ -147,6 +147,17 @@ static void node_id(struct jl *j, uint64_t v) { /* u64: may not fit a JSON reade
   jl_raw(j, "\"", 1);
 }
 
+/* When and where a copy or set ran: the same fields of three CUPTI record types. */
+#define JL_WHERE(j, m)                                                         \
+  do {                                                                         \
+    jl_u64(j, "start", (m)->start);                                            \
+    jl_u64(j, "end", (m)->end);                                                \
+    jl_u64(j, "dev", (m)->deviceId);                                           \
+    jl_u64(j, "ctx", (m)->contextId);                                          \
+    jl_u64(j, "stream", (m)->streamId);                                        \
+    jl_u64(j, "graph", (m)->graphId);                                          \
+  } while (0)
+
 /* One activity record as a line in j; 0 for kinds dkb does not record. */
 static int format_record(struct jl *j, const CUpti_Activity *r) {
   switch (r->kind) {
@@ -180,12 +191,7 @@ static int format_record(struct jl *j, const CUpti_Activity *r) {
     jl_u64(j, "rt_corr", m->runtimeCorrelationId);
     jl_str(j, "copy", copy_kind(m->copyKind));
     jl_u64(j, "bytes", m->bytes);
-    jl_u64(j, "start", m->start);
-    jl_u64(j, "end", m->end);
-    jl_u64(j, "dev", m->deviceId);
-    jl_u64(j, "ctx", m->contextId);
-    jl_u64(j, "stream", m->streamId);
-    jl_u64(j, "graph", m->graphId);
+    JL_WHERE(j, m);
     return 1;
   }
   case CUPTI_ACTIVITY_KIND_MEMCPY2: {
@@ -194,12 +200,7 @@ static int format_record(struct jl *j, const CUpti_Activity *r) {
     jl_u64(j, "corr", m->correlationId);
     jl_str(j, "copy", copy_kind(m->copyKind));
     jl_u64(j, "bytes", m->bytes);
-    jl_u64(j, "start", m->start);
-    jl_u64(j, "end", m->end);
-    jl_u64(j, "dev", m->deviceId);
-    jl_u64(j, "ctx", m->contextId);
-    jl_u64(j, "stream", m->streamId);
-    jl_u64(j, "graph", m->graphId);
+    JL_WHERE(j, m);
     jl_u64(j, "src_dev", m->srcDeviceId);
     jl_u64(j, "dst_dev", m->dstDeviceId);
     return 1;
@@ -210,12 +211,7 @@ static int format_record(struct jl *j, const CUpti_Activity *r) {
     jl_u64(j, "corr", m->correlationId);
     jl_u64(j, "bytes", m->bytes);
     jl_u64(j, "value", m->value);
-    jl_u64(j, "start", m->start);
-    jl_u64(j, "end", m->end);
-    jl_u64(j, "dev", m->deviceId);
-    jl_u64(j, "ctx", m->contextId);
-    jl_u64(j, "stream", m->streamId);
-    jl_u64(j, "graph", m->graphId);
+    JL_WHERE(j, m);
     return 1;
   }
   default:
