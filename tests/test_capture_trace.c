@@ -169,6 +169,16 @@ static void take_api(struct dkb_trace *t, CUpti_ActivityKind kind, uint32_t cbid
   dkb_trace_take_record(t, &a);
 }
 
+/* A kernel record of correlation id `corr`, one thread in one CTA, run from 2000 to 2500 ns. */
+static void hand_kernel(CUpti_ActivityKernel10 *k, char *name, uint32_t corr) {
+  memset(k, 0, sizeof *k);
+  k->kind = CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL;
+  k->name = name;
+  k->correlationId = corr;
+  k->gridX = k->gridY = k->gridZ = k->blockX = k->blockY = k->blockZ = 1;
+  k->start = 2000, k->end = 2500;
+}
+
 /* A kernel launched through the driver API (cuDNN's runtime-compiled SDPA kernels) is the call's when its
  * driver record began in the range and carries the call's external correlation. */
 static void trace_ties_driver_api_launches_to_the_call(void **s) {
@@ -181,12 +191,7 @@ static void trace_ties_driver_api_launches_to_the_call(void **s) {
   take_api(&t, CUPTI_ACTIVITY_KIND_DRIVER, CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx, 21);
   CUpti_ActivityKernel10 k;
   char name[] = "cudnn_generated_fort_native_sdpa_sm80_kernel0_0";
-  memset(&k, 0, sizeof k);
-  k.kind = CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL;
-  k.name = name;
-  k.correlationId = 21;
-  k.gridX = k.gridY = k.gridZ = k.blockX = k.blockY = k.blockZ = 1;
-  k.start = 2000, k.end = 2500;
+  hand_kernel(&k, name, 21);
   dkb_trace_take_record(&t, &k);
   dkb_trace_finalize(&t);
   assert_true(t.apis[0].driver);
@@ -218,14 +223,11 @@ static void trace_takes_cupti_records_and_pairs_markers(void **s) {
   take_api(&t, CUPTI_ACTIVITY_KIND_RUNTIME, CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000, 17);
   CUpti_ActivityKernel10 k;
   char name[] = "_Z6kernelPf";
-  memset(&k, 0, sizeof k);
-  k.kind = CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL;
-  k.name = name;
-  k.correlationId = 17;
-  k.gridX = 2, k.gridY = 4, k.gridZ = 1, k.blockX = 64, k.blockY = 1, k.blockZ = 1;
+  hand_kernel(&k, name, 17);
+  k.gridX = 2, k.gridY = 4, k.blockX = 64;
   k.clusterX = 1, k.clusterY = 2, k.clusterZ = 1;
   k.registersPerThread = 32, k.staticSharedMemory = 16, k.dynamicSharedMemory = 128;
-  k.start = 2000, k.end = 2500, k.streamId = 13, k.graphId = 0;
+  k.streamId = 13;
   dkb_trace_take_record(&t, &k);
   name[0] = 'X'; /* CUPTI frees the buffer after the callback: the name must have been copied */
   dkb_trace_finalize(&t);
