@@ -204,11 +204,8 @@ static void params_scalars(const struct decode_call *c, const struct decode_inpu
   p->fused = pl->fused;
   p->cluster = pl->cluster;
   p->hp = pl->kv_heads_per_cta;
-  const int paged = c->layout == KV_PAGED_NHD || c->layout == KV_PAGED_HND;
-  for (int i = 0; i < pl->n_items && paged && p->page_size > 0; i++) {
-    const int64_t lo = pl->item_lo[i], hi = pl->item_hi[i], n = hi > lo ? (hi - 1) / p->page_size - lo / p->page_size + 1 : 0;
-    if (n > p->max_item_pages) p->max_item_pages = n;
-  }
+  p->three = pl->three;
+  p->max_item_pages = plan_max_item_pages(c, pl);
   p->abi = c->abi;
   p->ws_o_dtype = c->ws_o_dtype;
 }
@@ -251,8 +248,10 @@ struct plan_opts builtin_plan_opts(const struct decode_call *c, int sm_count, in
   const int rows = (c->H_q / c->H_kv) * c->C;
   const int tile = dkb_decode_tile_tokens(c->dtype, c->dk, c->dv, rows);
   struct plan_opts po = {tile > 0 ? tile : 64, sm_count, 0, dkb_decode_wave_ctas(c->dtype, c->dk, c->dv, rows),
-                         dkb_decode_hp_max(c->dtype, c->dk, c->dv, rows, c->H_kv, c->mask_kind, c->layout, (int)c->page_size)};
+                         dkb_decode_hp_max(c->dtype, c->dk, c->dv, rows, c->H_kv, c->mask_kind, c->layout, (int)c->page_size),
+                         dkb_decode_three_room(c->dtype, c->dk, c->dv, rows)};
   if (ask_device) po.ctas_per_sm = dkb_decode_occupancy(c->dtype, c->dk, c->dv, rows);
+  if (ask_device && po.three_room && dkb_decode_three_occupancy(c->dtype, c->dk, c->dv, rows) < 3) po.three_room = 0;
   return po;
 }
 

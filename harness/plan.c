@@ -109,6 +109,29 @@ static int plan_heads(const struct decode_call *c, const struct plan_opts *o, co
   return 1;
 }
 
+/* A direct plan of at least kThreeMinCtas one-head CTAs a slot of three an SM runs on the producer built for
+ * three CTAs an SM (d = 128), whose CTAs overlap more of each other's ends: on an H100, B512 T256 (4096 CTAs,
+ * 10.3 a slot) 2.2 % faster contiguous and 2.4 % in 16-key pages than four heads a CTA at two an SM, where
+ * B128 T1024 (1024 CTAs, 2.6 a slot) ran 2.5 % slower on it (docs/kernels.md, "Three CTAs an SM for many
+ * CTAs"). Only where every item's page list fits the producer's shared memory (plan_opts three_room, 0 where
+ * there is no such producer or the device holds fewer than three of it). */
+enum { kThreeMinCtas = 5 };
+static int plan_three(const struct decode_call *c, const struct plan_opts *o, const struct decode_plan *p) {
+  if (o->three_room <= 0 || !p->direct || p->fused || p->cluster > 1) return 0;
+  const int64_t slots = (int64_t)(o->sm_count > 0 ? o->sm_count : 132) * 3;
+  return (int64_t)p->n_items * c->H_kv >= kThreeMinCtas * slots && plan_max_item_pages(c, p) <= o->three_room;
+}
+
+int64_t plan_max_item_pages(const struct decode_call *c, const struct decode_plan *p) {
+  int64_t most = 0;
+  if ((c->layout != KV_PAGED_NHD && c->layout != KV_PAGED_HND) || c->page_size <= 0) return 0;
+  for (int i = 0; i < p->n_items; i++) {
+    const int64_t lo = p->item_lo[i], hi = p->item_hi[i], n = hi > lo ? (hi - 1) / c->page_size - lo / c->page_size + 1 : 0;
+    if (n > most) most = n;
+  }
+  return most;
+}
+
 /* A CTA's fixed cost in tile times: the prologue of dependent loads (item, length, page list, first
  * copy), the warp merge and the state store, and the merge of its slot. Fitted on the H200 (bf16,
  * d = 128): at B4 T4096 a second wave of 4-tile CTAs (split 16, 36.7 us) costs 8 us more than one wave
@@ -305,7 +328,8 @@ int plan_build(const struct decode_call *c, const struct decode_inputs *in, cons
     p->workspace_bytes = rows * per + (p->fused && !p->cluster ? (int64_t)c->B * c->H_kv * 4 : 0);
   }
   order_longest_first(p, p->cluster > 1);
-  p->kv_heads_per_cta = plan_heads(c, o, p);
+  p->three = plan_three(c, o, p);
+  p->kv_heads_per_cta = p->three ? 1 : plan_heads(c, o, p);
   return 0;
 }
 
@@ -341,6 +365,7 @@ json_t *plan_json(const struct decode_call *c, const struct decode_plan *p) {
   json_object_set_new(j, "combine", json_string(plan_combine_name(p)));
   json_object_set_new(j, "cluster_ctas", json_integer(p->cluster));
   json_object_set_new(j, "kv_heads_per_cta", json_integer(p->kv_heads_per_cta));
+  json_object_set_new(j, "three_ctas_per_sm", json_boolean(p->three));
   json_object_set_new(j, "workspace_memory", json_string(p->direct ? "none" : p->cluster ? "distributed shared memory" : "global"));
   if (c->split_policy == SPLIT_AUTO) {
     char rule[96];

@@ -29,6 +29,8 @@ struct plan_opts {
                        * these (plan.c); 0: 2 */
   int hp_max;         /* the most K/V heads a producer CTA of a direct plan can take, 1, 2 or 4 (dkb_decode_hp_max);
                        * 0: 1 */
+  int three_room;     /* the page ids of an item the one-head producer built for three CTAs an SM holds
+                       * (dkb_decode_three_room); 0: there is none, or the device asked holds fewer than three */
 };
 
 struct decode_plan {
@@ -58,6 +60,8 @@ struct decode_plan {
   int64_t chunk_tiles;     /* auto: most tiles one item holds */
   int kv_heads_per_cta;    /* K/V heads each producer CTA takes: 2 or 4 in a direct plan where that still fills
                             * the device (plan_heads), else 1 */
+  int three;               /* 1: a direct plan of so many one-head CTAs a slot that they run on the producer built
+                            * for three CTAs an SM (plan_three); kv_heads_per_cta is then 1 */
 };
 
 /* The auto policy's split count for requests of tiles[0..n) visible tiles per K/V head: the s in
@@ -74,6 +78,8 @@ int plan_auto_splits(const int64_t *tiles, int n, int heads, int slots, int max_
 int plan_build(const struct decode_call *c, const struct decode_inputs *in, const struct plan_opts *o,
                struct decode_plan *p, struct dkb_err *err);
 void plan_release(struct decode_plan *p);
+/* The most pages one item's keys span in a paged cache (the producer's page list), 0 for other layouts. */
+int64_t plan_max_item_pages(const struct decode_call *c, const struct decode_plan *p);
 /* The plan as recorded in a bundle: policy, S, capacity, per-request slot counts, items (bounded),
  * workspace bytes, tile-class counts. */
 json_t *plan_json(const struct decode_call *c, const struct decode_plan *p);

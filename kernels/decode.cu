@@ -79,6 +79,7 @@ struct Instance {
   int wave;           // CTAs per SM the planner's wave counts: its __launch_bounds__ minimum, or fewer where
                       // its shared memory lets fewer share an SM (smem_ctas), as the device's occupancy says
   Heads heads[2];     // [0]: 2 K/V heads a CTA, [1]: 4
+  Heads three;        // one head a CTA, built for three CTAs an SM (d = 128), or fn null; room: its page ids
 };
 
 // CTAs of `smem` bytes of dynamic shared memory an H100/H200 SM holds: 228 KiB, 1 KiB of each CTA's
@@ -91,7 +92,7 @@ Instance make() {
   // Built for no count (__launch_bounds__(NT)): the wave counts 2, as it did for every producer before
   // the d = 64 tensor-core ones were built for 4.
   return Instance{decode_split_kv_producer<T, D, R, NT>, NT, K::SMEM, K::NTOK, nullptr, false,
-                  std::min(2, smem_ctas(K::SMEM)), {}};
+                  std::min(2, smem_ctas(K::SMEM)), {}, {}};
 }
 
 int pad_dim(int d) { return d <= 64 ? 64 : d <= 128 ? 128 : d <= 256 ? 256 : 0; }
@@ -130,19 +131,23 @@ static_assert(MmaCfg<128>::SMEM + kPageSpare <= kTwoPerSmSmem, "d = 128 keeps it
 // asked for on top (as many CTAs share an SM: 4 of 48 KiB, 2 of 84, 1 of 156) only when an item's list
 // needs it (producer_for). At d = 128 84 KiB (past the 164 KiB carveout step that 2 x 81 fit) cost 16-key
 // pages at B64 +0.8 / +0.9 %; 80 KiB without room for 2048 ids cost 1-key pages +11.9 % (docs/kernels.md).
-// Four heads a CTA (d = 128 only) add three heads' Q, 12 KiB: 92 KiB always, two CTAs an SM still.
+// Four heads a CTA (d = 128 only) add three heads' Q, 12 KiB: 92 KiB always, two CTAs an SM still. The
+// producer built for three CTAs an SM (d = 128 only) asks for 75 KiB, 6 KiB of page room.
 template <typename T, int D, bool EARLY>
 Instance make_mma() {
   using K = MmaCfg<D>;
   constexpr int smem = D == 128 ? kTwoPerSmSmem : K::SMEM + kPageSpare;
   static_assert(smem_ctas(smem) == smem_ctas(smem + K::Q_BYTES), "two heads keep the CTAs per SM");
   Instance in{decode_split_kv_producer_mma<T, D, EARLY>, K::NT, smem, K::NTOK, decode_split_kv_fused_mma<T, D, EARLY>, true,
-              std::min(K::MIN_CTAS, smem_ctas(smem)), {}};
+              std::min(K::MIN_CTAS, smem_ctas(smem)), {}, {}};
   in.heads[0] = Heads{decode_split_kv_producer2_mma<T, D, EARLY>, smem + K::Q_BYTES, (smem - K::SMEM - K::Q_BYTES) / 4};
   if constexpr (D == 128) {
     constexpr int smem4 = K::SMEM + 3 * K::Q_BYTES + kPageSpare;
     static_assert(smem_ctas(smem4) == K::MIN_CTAS, "four heads keep the CTAs per SM");
     in.heads[1] = Heads{decode_split_kv_producer4_mma<T, D, EARLY>, smem4, -1};
+    constexpr int smem3 = 75 * 1024;  // the most three CTAs an SM hold: 3 x (75 + 1 reserved) KiB
+    static_assert(smem_ctas(smem3) == 3 && smem_ctas(smem3 + 1024) == 2, "three CTAs an SM, with the most page room");
+    in.three = Heads{decode_split_kv_producer3sm_mma<T, D, EARLY>, smem3, (smem3 - K::SMEM) / 4};
   }
   return in;
 }
@@ -287,19 +292,27 @@ extern "C" int dkb_decode_hp_max(int dtype, int dk, int dv, int rows, int H_kv, 
   return heads_for(in, 4, H_kv, mask_kind) ? 4 : heads_for(in, 2, H_kv, mask_kind) ? 2 : 1;
 }
 
-// CTAs per SM the producer holds; both instantiations (with and without the early first tile,
-// producer_for) are asked, and the smaller count is the answer: the caller knows no layout.
-extern "C" int dkb_decode_occupancy(int dtype, int dk, int dv, int rows) {
+extern "C" int dkb_decode_three_room(int dtype, int dk, int dv, int rows) {
+  Instance in;
+  return pick(dtype, dk, dv, rows, &in) && in.three.fn ? in.three.room : 0;
+}
+
+// CTAs per SM the producer holds (the one built for three CTAs an SM where `three`); both instantiations (with
+// and without the early first tile, producer_for) are asked, and the smaller count is the answer: the caller
+// knows no layout. 0 where there is no such producer or the device cannot be asked.
+static int occupancy(int dtype, int dk, int dv, int rows, bool three) {
   int best = 0;
   for (int early = 0; early < 2; early++) {
     Instance in;
     if (!pick(dtype, dk, dv, rows, &in, early)) return 0;
-    if (cudaFuncSetAttribute((const void *)in.fn, cudaFuncAttributeMaxDynamicSharedMemorySize, in.smem) != cudaSuccess) {
+    const producer_fn fn = three ? in.three.fn : in.fn;
+    const int smem = three ? in.three.smem : in.smem;
+    if (!fn || cudaFuncSetAttribute((const void *)fn, cudaFuncAttributeMaxDynamicSharedMemorySize, smem) != cudaSuccess) {
       cudaGetLastError();
       return 0;
     }
     int n = 0;
-    if (cudaOccupancyMaxActiveBlocksPerMultiprocessor(&n, (const void *)in.fn, in.nt, in.smem) != cudaSuccess) {
+    if (cudaOccupancyMaxActiveBlocksPerMultiprocessor(&n, (const void *)fn, in.nt, smem) != cudaSuccess) {
       cudaGetLastError();
       return 0;
     }
@@ -307,11 +320,18 @@ extern "C" int dkb_decode_occupancy(int dtype, int dk, int dv, int rows) {
   }
   return best;
 }
+extern "C" int dkb_decode_occupancy(int dtype, int dk, int dv, int rows) { return occupancy(dtype, dk, dv, rows, false); }
+extern "C" int dkb_decode_three_occupancy(int dtype, int dk, int dv, int rows) { return occupancy(dtype, dk, dv, rows, true); }
 
 // The producer a launch with these parameters runs (the fused one when the plan merges in the producer),
 // or null when there is none; in->smem is then what it asks for.
 static producer_fn producer_for(const dkb_decode_params &p, Instance *in) {
   if (!pick(p.dtype, p.dk, p.dv, (p.H_q / p.H_kv) * p.C, in, p.layout == L_CONTIG_NHD || p.layout == L_RAGGED_NHD)) return nullptr;
+  if (p.three) {
+    if (!in->three.fn || p.hp > 1 || !p.direct || p.fused) return nullptr;
+    in->smem = in->three.smem;
+    return in->three.fn;
+  }
   if (p.hp > 1) {
     const Heads *h = heads_for(*in, p.hp, p.H_kv, p.mask_kind);
     if (!h || !p.direct || p.fused) return nullptr;

@@ -80,6 +80,8 @@ struct dkb_decode_params {
                                    * its states in distributed shared memory: no global workspace, no counters */
   int hp;                         /* K/V heads a producer CTA takes: 0 or 1, or 2 or 4 in a direct plan that is not
                                    * fused, up to dkb_decode_hp_max (heads h .. h + hp - 1 for grid x = h / hp) */
+  int three;                      /* 1: a direct plan of one head a CTA, not fused, on the producer built for three
+                                   * CTAs an SM (dkb_decode_three_room) */
   /* append: rows [N_b - C, N_b) are new; written into the cache by dkb_append_launch */
   const void *k_new, *v_new;      /* [B][C][H_kv][dk] and [B][C][H_kv][dv] */
 };
@@ -113,6 +115,12 @@ int dkb_decode_cluster_ok(int dtype, int dk, int dv, int rows, int slots, int ab
  * FlashMask (its summaries are of whole 64-key tiles), and an NHD cache whose pages, if any, are a power of
  * two (whole tiles of every head on TMA or the cp.async fast path). 2 is admitted wherever 4 is. */
 int dkb_decode_hp_max(int dtype, int dk, int dv, int rows, int H_kv, int mask_kind, int layout, int page_size);
+/* The page ids an item's list may hold in the shared memory of the one-head producer built for three CTAs an SM
+ * (struct dkb_decode_params three; d = 128, fp16/bf16, up to 16 rows: 75 KiB a CTA, 168 registers), or 0 where
+ * there is none. Past them its tiles look their page ids up in global memory, which is correct but slower. */
+int dkb_decode_three_room(int dtype, int dk, int dv, int rows);
+/* Resident CTAs per SM of that producer on the current device (0 when there is none or it cannot be asked). */
+int dkb_decode_three_occupancy(int dtype, int dk, int dv, int rows);
 /* Launches the producer (and the combine kernel unless direct or fused). 0 or a cudaError_t value. */
 int dkb_decode_launch(const struct dkb_decode_params *p, void *stream);
 /* The naive reference family: one CTA per (request, query row, query head), no split, any rows.

@@ -141,7 +141,7 @@ static void direct_plans_take_the_most_kv_heads_a_cta_whose_grid_still_fills_the
   (void)s;
   struct { const char *path; int resident, heads; } cases[] = {
       {"fixtures/bench/b64-t2048-g4-contig.json", 2, 2},       {"fixtures/bench/b64-t2048-g4-paged16.json", 2, 2},
-      {"fixtures/bench/b128-t1024-g8-paged16.json", 2, 4},     {"fixtures/bench/b512-t256-g8-contig.json", 2, 4},
+      {"fixtures/bench/b128-t1024-g8-paged16.json", 2, 4},     {"fixtures/bench/b128-t1024-g4-contig.json", 2, 4},
       {"fixtures/bench/b128-t1024-g8-contig.json", 2, 4},      {"fixtures/bench/b128-t1024-g8-contig.json", 0, 4},
       {"fixtures/bench/b64-t2048-g4-fp16-paged16.json", 2, 2}, {"fixtures/bench/b64-t2048-g4-paged1.json", 2, 2},
       {"fixtures/bench/b64-t2048-g4-d64-contig.json", 4, 2},   {"fixtures/bench/b64-t2048-g4-d64-paged16.json", 4, 2},
@@ -167,6 +167,50 @@ static void direct_plans_take_the_most_kv_heads_a_cta_whose_grid_still_fills_the
     json_decref(j);
     release_planned(&c, &in, &pl);
   }
+}
+
+/* A direct plan of at least 5 one-head CTAs a slot of three an SM (132 SMs x 3) runs them one head a CTA on the
+ * producer built for three CTAs an SM (d = 128), contiguous and paged: B512 T256 (4096 CTAs, 10.3 a slot), B256
+ * T512 (2048, 5.2) and the two `three-per-sm-*` fixtures (3200, 8.1). Fewer (B128 T1024: 1024) keep the heads
+ * rule, as do split plans, other head dims (no such producer) and a paged plan whose item's page list
+ * outgrows the producer's shared memory. The plan says which (three_ctas_per_sm). */
+static void direct_plans_of_many_ctas_a_slot_run_three_one_head_ctas_an_sm(void **s) {
+  (void)s;
+  struct { const char *path; int room, three, heads; } cases[] = {
+      {"fixtures/bench/b512-t256-g4-contig.json", -1, 1, 1},   {"fixtures/bench/b512-t256-g8-paged16.json", -1, 1, 1},
+      {"fixtures/bench/b256-t512-g4-contig.json", -1, 1, 1},   {"fixtures/bench/b256-t512-g8-paged16.json", -1, 1, 1},
+      {"fixtures/decode/three-per-sm-paged-p16.json", -1, 1, 1}, {"fixtures/decode/three-per-sm-ragged-fp16-g8.json", -1, 1, 1},
+      {"fixtures/bench/b128-t1024-g8-contig.json", -1, 0, 4},  {"fixtures/bench/b64-t2048-g4-contig.json", -1, 0, 2},
+      {"fixtures/bench/b16-t8192-g4-contig.json", -1, 0, 1},   {"fixtures/bench/b64-t2048-g4-d64-contig.json", -1, 0, 2},
+      /* 16 pages an item against a room of 16 and of 15 ids */
+      {"fixtures/bench/b512-t256-g4-paged16.json", 16, 1, 1},  {"fixtures/bench/b512-t256-g4-paged16.json", 15, 0, 4},
+      {"fixtures/bench/b512-t256-g4-contig.json", 0, 0, 4}};
+  for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
+    struct decode_call c;
+    struct decode_inputs in;
+    struct decode_plan pl;
+    struct dkb_err e;
+    if (decode_call_load(cases[k].path, &c, &e)) fail_msg("%s: %s", cases[k].path, e.msg);
+    struct plan_opts po = builtin_plan_opts(&c, 132, 0);
+    po.ctas_per_sm = 2;
+    if (cases[k].room >= 0) po.three_room = cases[k].room;
+    if (inputs_build(&c, po.tile_tokens, &in, &e) || plan_build(&c, &in, &po, &pl, &e)) fail_msg("%s: %s", cases[k].path, e.msg);
+    if (pl.three != cases[k].three || pl.kv_heads_per_cta != cases[k].heads)
+      fail_msg("%s (room %d): three CTAs an SM %d, %d K/V heads a CTA; want %d, %d", cases[k].path, po.three_room, pl.three,
+               pl.kv_heads_per_cta, cases[k].three, cases[k].heads);
+    if (pl.three) assert_true(pl.direct && !pl.fused && !pl.cluster);
+    json_t *j = plan_json(&c, &pl);
+    assert_int_equal(json_is_true(json_object_get(j, "three_ctas_per_sm")), pl.three);
+    json_decref(j);
+    release_planned(&c, &in, &pl);
+  }
+  /* the producer: bf16 and fp16 at d = 128 (64 < d <= 128), up to 16 rows, with 6 KiB of page ids */
+  assert_int_equal(dkb_decode_three_room(DKB_KDT_BF16, 128, 128, 4), 1536);
+  assert_int_equal(dkb_decode_three_room(DKB_KDT_F16, 96, 96, 16), 1536);
+  assert_int_equal(dkb_decode_three_room(DKB_KDT_BF16, 64, 64, 4), 0);
+  assert_int_equal(dkb_decode_three_room(DKB_KDT_BF16, 256, 256, 4), 0);
+  assert_int_equal(dkb_decode_three_room(DKB_KDT_BF16, 128, 128, 32), 0);
+  assert_int_equal(dkb_decode_three_room(DKB_KDT_F32, 128, 128, 4), 0);
 }
 
 /* Which K/V heads a CTA the kernels admit (dkb_decode_hp_max), asked without a device: four only at d = 128
@@ -315,7 +359,7 @@ static void auto_split_minimizes_the_lpt_makespan(void **s) {
 
 /* On the GPU: the tensor-core producers run as many CTAs per SM as the planner's wave counts without a
  * device (dkb_decode_wave_ctas, harness/plan.c): 4 at d = 64, 2 at d = 128 (__launch_bounds__ and, at
- * d = 128, kTwoPerSmSmem), 1 at d = 256 (shared memory). Register counts alone once held d = 128: a
+ * d = 128, kTwoPerSmSmem), 1 at d = 256 (shared memory), and 3 of the d = 128 one built for three (plan_three). Register counts alone once held d = 128: a
  * change that took the unfused one from 175 to 168 registers let 3 share an SM, and forced splits of 512
  * CTAs ran as 1.3 waves, 5-7 % slower (H200; reverted in b34bde8). This catches such a regression in
  * gpu-smoke instead of a bench run, and a CPU plan that is not the device's. */
@@ -329,11 +373,18 @@ static void gpu_tensor_core_producers_run_the_ctas_per_sm_the_planner_counts(voi
       print_message("[  INFO    ] %s d=%d tensor-core producer: %d CTAs per SM, the planner counts %d\n", k ? "fp16" : "bf16", d, n, w);
       if (n != w || w != want[i]) fail_msg("%s d=%d: %d CTAs per SM, the planner counts %d, want %d", k ? "fp16" : "bf16", d, n, w, want[i]);
     }
+  /* the one-head producer built for three CTAs an SM (plan_three counts three of it) */
+  for (int k = 0; k < 2; k++) {
+    const int n = dkb_decode_three_occupancy(dt[k], 128, 128, 8);
+    print_message("[  INFO    ] %s d=128 producer built for three CTAs an SM: %d CTAs per SM\n", k ? "fp16" : "bf16", n);
+    if (n != 3) fail_msg("%s d=128: the producer built for three CTAs an SM holds %d", k ? "fp16" : "bf16", n);
+  }
 }
 
 DKB_TEST_GROUP(plan, cmocka_unit_test(plan_items_cover_visible_keys_exactly),
                cmocka_unit_test(plan_counts_tile_classes_as_counted_by_hand),
                cmocka_unit_test(direct_plans_take_the_most_kv_heads_a_cta_whose_grid_still_fills_the_device),
+               cmocka_unit_test(direct_plans_of_many_ctas_a_slot_run_three_one_head_ctas_an_sm),
                cmocka_unit_test(kernels_admit_four_kv_heads_at_d128_and_two_wherever_four_are),
                cmocka_unit_test(auto_split_minimizes_the_lpt_makespan),
                cmocka_unit_test(auto_split_wave_counts_the_ctas_the_producers_are_built_for),
