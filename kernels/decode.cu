@@ -132,7 +132,7 @@ static_assert(MmaCfg<128>::SMEM + kPageSpare <= kTwoPerSmSmem, "d = 128 keeps it
 // needs it (producer_for). At d = 128 84 KiB (past the 164 KiB carveout step that 2 x 81 fit) cost 16-key
 // pages at B64 +0.8 / +0.9 %; 80 KiB without room for 2048 ids cost 1-key pages +11.9 % (docs/kernels.md).
 // Four heads a CTA (d = 128 only) add three heads' Q, 12 KiB: 92 KiB always, two CTAs an SM still. The
-// producer built for three CTAs an SM (d = 128 only) asks for 75 KiB, 6 KiB of page room.
+// producer built for three CTAs an SM (d = 128 only) asks for 74 KiB, 5 KiB of page room.
 template <typename T, int D, bool EARLY>
 Instance make_mma() {
   using K = MmaCfg<D>;
@@ -145,8 +145,10 @@ Instance make_mma() {
     constexpr int smem4 = K::SMEM + 3 * K::Q_BYTES + kPageSpare;
     static_assert(smem_ctas(smem4) == K::MIN_CTAS, "four heads keep the CTAs per SM");
     in.heads[1] = Heads{decode_split_kv_producer4_mma<T, D, EARLY>, smem4, -1};
-    constexpr int smem3 = 75 * 1024;  // the most three CTAs an SM hold: 3 x (75 + 1 reserved) KiB
-    static_assert(smem_ctas(smem3) == 3 && smem_ctas(smem3 + 1024) == 2, "three CTAs an SM, with the most page room");
+    // Three CTAs an SM: 3 x (74 + 1 reserved) KiB and the producer's static shared memory (its barriers and
+    // item ring, under 1 KiB); 75 KiB left the static bytes no room, and the device held two (an H100).
+    constexpr int smem3 = 74 * 1024;
+    static_assert(smem_ctas(smem3) == 3, "three CTAs an SM");
     in.three = Heads{decode_split_kv_producer3sm_mma<T, D, EARLY>, smem3, (smem3 - K::SMEM) / 4};
   }
   return in;

@@ -116,7 +116,7 @@ int dkb_decode_cluster_ok(int dtype, int dk, int dv, int rows, int slots, int ab
  * two (whole tiles of every head on TMA or the cp.async fast path). 2 is admitted wherever 4 is. */
 int dkb_decode_hp_max(int dtype, int dk, int dv, int rows, int H_kv, int mask_kind, int layout, int page_size);
 /* The page ids an item's list may hold in the shared memory of the one-head producer built for three CTAs an SM
- * (struct dkb_decode_params three; d = 128, fp16/bf16, up to 16 rows: 75 KiB a CTA, 168 registers), or 0 where
+ * (struct dkb_decode_params three; d = 128, fp16/bf16, up to 16 rows: 74 KiB a CTA, 168 registers), or 0 where
  * there is none. Past them its tiles look their page ids up in global memory, which is correct but slower. */
 int dkb_decode_three_room(int dtype, int dk, int dv, int rows);
 /* Resident CTAs per SM of that producer on the current device (0 when there is none or it cannot be asked). */

@@ -204,9 +204,9 @@ static void direct_plans_of_many_ctas_a_slot_run_three_one_head_ctas_an_sm(void 
     json_decref(j);
     release_planned(&c, &in, &pl);
   }
-  /* the producer: bf16 and fp16 at d = 128 (64 < d <= 128), up to 16 rows, with 6 KiB of page ids */
-  assert_int_equal(dkb_decode_three_room(DKB_KDT_BF16, 128, 128, 4), 1536);
-  assert_int_equal(dkb_decode_three_room(DKB_KDT_F16, 96, 96, 16), 1536);
+  /* the producer: bf16 and fp16 at d = 128 (64 < d <= 128), up to 16 rows, with 5 KiB of page ids */
+  assert_int_equal(dkb_decode_three_room(DKB_KDT_BF16, 128, 128, 4), 1280);
+  assert_int_equal(dkb_decode_three_room(DKB_KDT_F16, 96, 96, 16), 1280);
   assert_int_equal(dkb_decode_three_room(DKB_KDT_BF16, 64, 64, 4), 0);
   assert_int_equal(dkb_decode_three_room(DKB_KDT_BF16, 256, 256, 4), 0);
   assert_int_equal(dkb_decode_three_room(DKB_KDT_BF16, 128, 128, 32), 0);

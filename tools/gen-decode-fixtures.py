@@ -163,7 +163,7 @@ def cases():
     # Three one-head CTAs an SM (d = 128): 8 K/V heads of 400 requests are 3200 CTAs, 8.1 a slot of 396
     yield case("three-per-sm-paged-p16", "400 requests of 1-400 keys unsplit in 16-key pages, GQA 4 over 8 K/V heads: 3200 "
                "CTAs of one head, so many a slot that the planner runs them on the producer built for three CTAs an SM "
-               "(its page lists in 6 KiB of shared memory): TMA boxes of 16 keys, edges on cp.async.", lens=short, count=400,
+               "(its page lists in 5 KiB of shared memory): TMA boxes of 16 keys, edges on cp.async.", lens=short, count=400,
                hq=32, hkv=8, cache={"layout": "paged_nhd", "page_size": 16, "table": "csr"}, mask={"kind": "causal"},
                split={"policy": "fixed", "splits": 1}, seed=9)
     yield case("three-per-sm-ragged-fp16-g8", "400 packed ragged requests of 1-400 keys unsplit, fp16, GQA 8 over 8 K/V heads: "
