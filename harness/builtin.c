@@ -205,7 +205,7 @@ static void params_scalars(const struct decode_call *c, const struct decode_inpu
   p->cluster = pl->cluster;
   p->hp = pl->kv_heads_per_cta;
   p->three = pl->three;
-  p->max_item_pages = plan_max_item_pages(c, pl);
+  p->max_item_pages = pl->max_item_pages;
   p->abi = c->abi;
   p->ws_o_dtype = c->ws_o_dtype;
 }

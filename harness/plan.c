@@ -120,10 +120,10 @@ enum { kThreeMinCtas = 8 };
 static int plan_three(const struct decode_call *c, const struct plan_opts *o, const struct decode_plan *p) {
   if (o->three_room <= 0 || !p->direct || p->fused || p->cluster > 1) return 0;
   const int64_t slots = (int64_t)(o->sm_count > 0 ? o->sm_count : 132) * 3;
-  return (int64_t)p->n_items * c->H_kv >= kThreeMinCtas * slots && plan_max_item_pages(c, p) <= o->three_room;
+  return (int64_t)p->n_items * c->H_kv >= kThreeMinCtas * slots && p->max_item_pages <= o->three_room;
 }
 
-int64_t plan_max_item_pages(const struct decode_call *c, const struct decode_plan *p) {
+static int64_t max_item_pages(const struct decode_call *c, const struct decode_plan *p) {
   int64_t most = 0;
   if ((c->layout != KV_PAGED_NHD && c->layout != KV_PAGED_HND) || c->page_size <= 0) return 0;
   for (int i = 0; i < p->n_items; i++) {
@@ -329,6 +329,7 @@ int plan_build(const struct decode_call *c, const struct decode_inputs *in, cons
     p->workspace_bytes = rows * per + (p->fused && !p->cluster ? (int64_t)c->B * c->H_kv * 4 : 0);
   }
   order_longest_first(p, p->cluster > 1);
+  p->max_item_pages = max_item_pages(c, p);
   p->three = plan_three(c, o, p);
   p->kv_heads_per_cta = p->three ? 1 : plan_heads(c, o, p);
   return 0;

@@ -60,6 +60,7 @@ struct decode_plan {
   int64_t chunk_tiles;     /* auto: most tiles one item holds */
   int kv_heads_per_cta;    /* K/V heads each producer CTA takes: 2 or 4 in a direct plan where that still fills
                             * the device (plan_heads), else 1 */
+  int64_t max_item_pages;  /* paged: the most pages one item's keys span (the producer's page list), else 0 */
   int three;               /* 1: a direct plan of so many one-head CTAs a slot that they run on the producer built
                             * for three CTAs an SM (plan_three); kv_heads_per_cta is then 1 */
 };
@@ -78,8 +79,6 @@ int plan_auto_splits(const int64_t *tiles, int n, int heads, int slots, int max_
 int plan_build(const struct decode_call *c, const struct decode_inputs *in, const struct plan_opts *o,
                struct decode_plan *p, struct dkb_err *err);
 void plan_release(struct decode_plan *p);
-/* The most pages one item's keys span in a paged cache (the producer's page list), 0 for other layouts. */
-int64_t plan_max_item_pages(const struct decode_call *c, const struct decode_plan *p);
 /* The plan as recorded in a bundle: policy, S, capacity, per-request slot counts, items (bounded),
  * workspace bytes, tile-class counts. */
 json_t *plan_json(const struct decode_call *c, const struct decode_plan *p);
