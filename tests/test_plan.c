@@ -189,14 +189,9 @@ static void direct_plans_of_many_ctas_a_slot_run_three_one_head_ctas_an_sm(void 
     struct decode_call c;
     struct decode_inputs in;
     struct decode_plan pl;
-    struct dkb_err e;
-    if (decode_call_load(cases[k].path, &c, &e)) fail_msg("%s: %s", cases[k].path, e.msg);
-    struct plan_opts po = builtin_plan_opts(&c, 132, 0);
-    po.ctas_per_sm = 2;
-    if (cases[k].room >= 0) po.three_room = cases[k].room;
-    if (inputs_build(&c, po.tile_tokens, &in, &e) || plan_build(&c, &in, &po, &pl, &e)) fail_msg("%s: %s", cases[k].path, e.msg);
+    plan_fixture_room(cases[k].path, 2, cases[k].room, &c, &in, &pl);
     if (pl.three != cases[k].three || pl.kv_heads_per_cta != cases[k].heads)
-      fail_msg("%s (room %d): three CTAs an SM %d, %d K/V heads a CTA; want %d, %d", cases[k].path, po.three_room, pl.three,
+      fail_msg("%s (room %d): three CTAs an SM %d, %d K/V heads a CTA; want %d, %d", cases[k].path, cases[k].room, pl.three,
                pl.kv_heads_per_cta, cases[k].three, cases[k].heads);
     if (pl.three) assert_true(pl.direct && !pl.fused && !pl.cluster);
     json_t *j = plan_json(&c, &pl);
