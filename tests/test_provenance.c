@@ -155,7 +155,7 @@ static void generator_finds_symbol_spans_through_the_traps(void **s) {
   assert_span(doc, "scan_in_namespace", 37, 43, "function");
   assert_span(doc, "scan_launcher", 46, 49, "function");
   /* real files: the span opens on the line naming the symbol and closes on a lone brace */
-  const char *real[] = {"cmd_oracle", "ss_merge", "dkb_roofline_read_v1"};
+  const char *real[] = {"cmd_oracle", "ss_merge", "dkb_hold_stream_v1"};
   for (size_t i = 0; i < 3; i++) {
     json_t *sym = symbol(doc, real[i]);
     const char *path = json_string_value(json_object_get(sym, "path"));
@@ -163,7 +163,7 @@ static void generator_finds_symbol_spans_through_the_traps(void **s) {
     assert_non_null(strstr(file_line(path, json_integer_value(json_array_get(span, 0))), real[i]));
     assert_string_equal(file_line(path, json_integer_value(json_array_get(span, 1))), "}");
   }
-  assert_string_equal(json_string_value(json_object_get(symbol(doc, "dkb_roofline_read_v1"), "kind")), "kernel");
+  assert_string_equal(json_string_value(json_object_get(symbol(doc, "dkb_hold_stream_v1"), "kind")), "kernel");
   /* matches_commit is what git says about the working-tree bytes */
   json_t *files = json_object_get(doc, "files");
   int any_differs = 0;
@@ -224,6 +224,40 @@ static void generator_rejects_duplicates_and_bad_specs(void **s) {
                    "\"path\": \"/work/cmd/oracle.c\"}]}",
                    "gen_provenance: error: %s: /nodes/0/path: must be a repository-relative path\n");
   expect_gen_error("{\"schema\": \"dkb.chain-spec/v1\",\n \"nodes\": [}", "gen_provenance: error: %s:2:12: Expecting value\n");
+}
+
+/* A kernel defined in a file of the chain is a node that an edge launches: one left out (as
+ * decode_split_kv_producer3sm_mma once was) fails the build instead of holding its bundles at level 4.
+ * A declaration, a comment or a string naming a kernel asks nothing. */
+static void generator_requires_every_kernel_of_a_chain_file_launched(void **s) {
+  (void)s;
+  write_file("build/tests/provenance/k.cu",
+             "__global__ void declared_only(int);\n"
+             "// __global__ void in_a_comment(int) {}\n"
+             "static const char *t = \"__global__ void in_a_string(int) {}\";\n"
+             "void launch_k(void) {}\n"
+             "template <int N> __global__ void first_k(int a) {}\n"
+             "__global__ void __launch_bounds__(128, 3) second_k(int a) {}\n");
+  const char *nodes = "{\"symbol\": \"launch_k\", \"layer\": \"launch\", \"path\": \"build/tests/provenance/k.cu\"}, "
+                      "{\"symbol\": \"first_k\", \"layer\": \"producer\", \"path\": \"build/tests/provenance/k.cu\"}";
+  char spec[1024];
+  snprintf(spec, sizeof spec, "{\"schema\": \"dkb.chain-spec/v1\", \"nodes\": [%s], \"edges\": [{\"from\": \"launch_k\", "
+           "\"to\": \"first_k\"}]}", nodes);
+  expect_gen_error(spec, "gen_provenance: error: %s: /nodes: kernel 'second_k' (build/tests/provenance/k.cu:6) is no "
+                         "node, so a call that launches it cannot reach level 5\n");
+  snprintf(spec, sizeof spec, "{\"schema\": \"dkb.chain-spec/v1\", \"nodes\": [%s, {\"symbol\": \"second_k\", \"layer\": "
+           "\"producer\", \"path\": \"build/tests/provenance/k.cu\"}], \"edges\": [{\"from\": \"launch_k\", \"to\": "
+           "\"first_k\"}]}", nodes);
+  expect_gen_error(spec, "gen_provenance: error: %s: /nodes/2/symbol: kernel 'second_k' is no edge's \"to\": nothing "
+                         "launches it\n");
+  snprintf(spec, sizeof spec, "{\"schema\": \"dkb.chain-spec/v1\", \"nodes\": [%s, {\"symbol\": \"second_k\", \"layer\": "
+           "\"producer\", \"path\": \"build/tests/provenance/k.cu\"}], \"edges\": [{\"from\": \"launch_k\", \"to\": "
+           "\"first_k\"}, {\"from\": \"launch_k\", \"to\": \"second_k\"}]}", nodes);
+  write_file("build/tests/provenance/spec.json", spec);
+  struct run_result r;
+  run_sh(&r, "%s source-manifest --spec build/tests/provenance/spec.json --out %s/good.c", GEN, tmp_dir());
+  if (r.rc) fail_msg("a chain naming and launching both kernels: rc %d: %s", r.rc, r.err);
+  run_result_release(&r);
 }
 
 /* Evaluates a Python expression over d, the document a generated C file holds (static storage). */
@@ -294,4 +328,5 @@ DKB_TEST_GROUP(provenance, cmocka_unit_test(build_report_names_this_build),
                cmocka_unit_test(generator_finds_symbol_spans_through_the_traps),
                cmocka_unit_test(generator_fails_on_a_missing_file_or_symbol),
                cmocka_unit_test(generator_rejects_duplicates_and_bad_specs),
+               cmocka_unit_test(generator_requires_every_kernel_of_a_chain_file_launched),
                cmocka_unit_test(makefile_regenerates_the_manifest_when_a_listed_file_changes))

@@ -40,7 +40,7 @@ import subprocess
 import sys
 
 sys.dont_write_bytecode = True  # run on every build from the source tree; leave no __pycache__ in it
-from source_scan import find_definitions  # noqa: E402  (tools/, the script's folder, is on sys.path)
+from source_scan import defined_kernels, find_definitions  # noqa: E402  (tools/, the script's folder, is on sys.path)
 
 ZERO_COMMIT = "0" * 40
 
@@ -156,6 +156,24 @@ def repo_deps(dep_files):
     return out
 
 
+def check_kernels_launched(spec_path, spec):
+    """Every kernel defined in a file of the chain's nodes is a node, and something launches it: a
+    kernel left out would run in a bundle whose chain check (level 5) cannot place it."""
+    nodes = spec["nodes"]
+    symbols = {n["symbol"] for n in nodes}
+    launched = {e["to"] for e in spec.get("edges", [])}
+    for path in dict.fromkeys(n["path"] for n in nodes):
+        with open(path, encoding="utf-8", errors="surrogateescape") as f:
+            kernels = defined_kernels(f.read())
+        for name, line in kernels:
+            if name not in symbols:
+                raise GenError(f"{spec_path}: /nodes: kernel '{name}' ({path}:{line}) is no node, so a call that "
+                               "launches it cannot reach level 5")
+            if name not in launched:
+                k = next(i for i, n in enumerate(nodes) if n["symbol"] == name)
+                raise GenError(f"{spec_path}: /nodes/{k}/symbol: kernel '{name}' is no edge's \"to\": nothing launches it")
+
+
 def source_manifest(spec_path, deps=None):
     """deps: .d files of the chain's compiled units; every repository file they list is hashed too (the
     kernels' headers): a file that defines no chain symbol is one the chain's code includes."""
@@ -182,6 +200,7 @@ def source_manifest(spec_path, deps=None):
                            f"{node['path']} (lines {lines})")
         first, last, kind = defs[0]
         symbols.append({"symbol": node["symbol"], "path": node["path"], "kind": kind, "span": [first, last]})
+    check_kernels_launched(spec_path, spec)
     commit, dirty, matches = repo_state(paths)
     files = [{"path": p, "sha256": sha256_file(p), "size": os.path.getsize(p), "matches_commit": matches.get(p, False)}
              for p in paths]

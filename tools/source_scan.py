@@ -171,3 +171,32 @@ def find_definitions(text, symbol):
         last = text.count("\n", 0, match[i]) + 1
         found.append((first, last, kind))
     return found
+
+
+def defined_kernels(text):
+    """[(name, first_line)] of the CUDA kernels (__global__ functions) text defines, in file order;
+    declarations left out."""
+    code = blank_noncode(text)
+    names = []
+    for g in re.finditer(r"\b__global__\b", code):
+        i = g.end()
+        while True:  # past the return type and attributes (__launch_bounds__(...)) to the name
+            m = re.compile(r"\s*([A-Za-z_]\w*)\s*").match(code, i)
+            if not m:
+                break
+            i = m.end()
+            if code.startswith("(", i):
+                if m.group(1).startswith("__") and m.group(1).endswith("__"):
+                    i = skip_balanced(code, i, "(", ")")
+                    if i < 0:
+                        break
+                    continue
+                if m.group(1) not in names:
+                    names.append(m.group(1))
+                break
+    out = []
+    for name in names:
+        kernels = [first for first, _, kind in find_definitions(text, name) if kind == "kernel"]
+        if kernels:
+            out.append((name, kernels[0]))
+    return out
