@@ -11,9 +11,10 @@ usage: captured_check.py bundles [DIR]        the bundle folders of DIR (default
        captured_check.py clusters DIR         the plan's cluster_ctas and the cluster dims of the producer launches
                                               CUPTI recorded; exit 1 unless each matches the plan ("- NAME" for
                                               another backend than dkb_split_kv, whose plan claims no clusters)
-       captured_check.py heads DIR            the plan's kv_heads_per_cta and the grid x of the producer launches
-                                              CUPTI recorded; exit 1 unless each launch spans H_kv / heads CTAs in x
-                                              and is the two-head producer exactly when the plan takes two heads
+       captured_check.py heads DIR            the plan's kv_heads_per_cta and three_ctas_per_sm against the producer
+                                              launches CUPTI recorded; exit 1 unless each spans H_kv / heads CTAs in
+                                              x and is the two-, four-head or three-CTA producer exactly when the
+                                              plan says so
        captured_check.py runs [INDEX]         the index's runs, one a line, once its entries and the folders beside
                                               it are the same set and exactly one entry is the baseline; else exit 1
        captured_check.py run NAME [INDEX]     the run's folder and bench.json against its entry; exit 1 with one line
@@ -70,18 +71,23 @@ def clusters(d):
 
 
 def heads(d):
-    """A plan of two K/V heads a CTA launched decode_split_kv_producer2_mma over H_kv / 2 CTAs in x, any other
-    dkb_split_kv plan a one-head producer over H_kv."""
+    """A plan of two or four K/V heads a CTA launched decode_split_kv_producer2_mma or producer4_mma over
+    H_kv / heads CTAs in x; a plan of three CTAs an SM (three_ctas_per_sm) decode_split_kv_producer3sm_mma
+    over H_kv; any other dkb_split_kv plan a one-head producer over H_kv. Prints the heads, whether three,
+    and the grids."""
     b = json.load(open(d + "/bundle.json"))
     dispatch = b["dispatch"]
     if dispatch["backend"]["name"] != "dkb_split_kv":
         print("-", dispatch["backend"]["name"])
         return 0
     hp = dispatch["plan"].get("kv_heads_per_cta", 1)
+    three = dispatch["plan"].get("three_ctas_per_sm", False)
     h_kv = json.load(open(b["fixture"]["path"]))["heads"]["H_kv"]
     prod = producer_launches(d)
-    print(hp, [k["grid"] for k in prod])
-    ok = all(k["grid"][0] * hp == h_kv and ("decode_split_kv_producer2_mma" in k["name"]) == (hp == 2) for k in prod)
+    print(hp, "three" if three else "two", [k["grid"] for k in prod])
+    ok = all(k["grid"][0] * hp == h_kv and ("decode_split_kv_producer2_mma" in k["name"]) == (hp == 2) and
+             ("decode_split_kv_producer4_mma" in k["name"]) == (hp == 4) and
+             ("decode_split_kv_producer3sm_mma" in k["name"]) == three for k in prod)
     return 0 if prod and ok else 1
 
 

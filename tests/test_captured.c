@@ -198,12 +198,15 @@ static void captured_cluster_plans_were_launched_as_clusters(void **s) {
   every_bundle_passes("clusters", "cluster-lse-o-fp32-sq2", "2 [[1, 2, 1]]\n");
 }
 
-/* The plan's K/V heads a CTA against what CUPTI saw: a two-head plan launched the two-head producer over
- * H_kv / 2 CTAs in x, every other dkb_split_kv plan a one-head producer over H_kv; two-heads-paged-p1 is the
- * captured two-head one (4 K/V heads, 132 requests unsplit). */
-static void captured_two_head_plans_launched_the_two_head_producer(void **s) {
+/* The plan's K/V heads a CTA and CTAs an SM against what CUPTI saw: a two- or four-head plan launched that
+ * producer over H_kv / heads CTAs in x, a plan of three CTAs an SM the producer built for three, every other
+ * dkb_split_kv plan a one-head producer over H_kv. two-heads-paged-p1 is the captured two-head plan (4 K/V
+ * heads, 132 requests unsplit), three-per-sm-paged-p16 the captured three-CTA one (8 K/V heads, 400
+ * requests, an H100's capture). */
+static void captured_head_plans_launched_the_producer_they_name(void **s) {
   (void)s;
-  every_bundle_passes("heads", "two-heads-paged-p1", "2 [[2, 132, 1]]\n");
+  every_bundle_passes("heads", "two-heads-paged-p1", "2 two [[2, 132, 1]]\n");
+  every_bundle_passes("heads", "three-per-sm-paged-p16", "1 three [[8, 400, 1]]\n");
 }
 
 /* Every kept bench run (README's performance figures; what each shows is its index entry's line): its
@@ -322,6 +325,6 @@ DKB_TEST_GROUP(captured, cmocka_unit_test(captured_bench_runs_agree_with_the_ind
                cmocka_unit_test(captured_counters_run_recomputes_its_dram_ratios), cmocka_unit_test(captured_bundles_validate_at_level_6),
                cmocka_unit_test(captured_bundle_folders_hold_only_what_their_bundles_name), cmocka_unit_test(mutated_captured_bundles_fail),
                cmocka_unit_test(captured_cluster_plans_were_launched_as_clusters),
-               cmocka_unit_test(captured_two_head_plans_launched_the_two_head_producer),
+               cmocka_unit_test(captured_head_plans_launched_the_producer_they_name),
                cmocka_unit_test(a_launch_failed_after_a_passed_check_stands_at_level_5),
                cmocka_unit_test(captured_trace_runs_validate_with_their_findings))

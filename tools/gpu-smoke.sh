@@ -52,7 +52,8 @@ if [ "$SAN" = 1 ]; then
   echo "== compute-sanitizer" >> "$S"
   for n in flashmask-explicit-all-masked paged-csr-p1-more-splits-than-pages paged-p1-long-page-list-d256 append-paged-sq3 \
       window-sq2-contig gqa32-sq4-128-rows paged-dense-p16-capacity two-heads-paged-p1 two-heads-paged-p16-d256-fp16 \
-      two-heads-ragged-d64 four-heads-paged-p16-g8 four-heads-ragged-fp16-window four-heads-paged-p1; do
+      two-heads-ragged-d64 four-heads-paged-p16-g8 four-heads-ragged-fp16-window four-heads-paged-p1 \
+      three-per-sm-paged-p16 three-per-sm-ragged-fp16-g8; do
     for tool in memcheck racecheck; do
       compute-sanitizer --tool $tool --error-exitcode 9 build/dkb run "fixtures/decode/$n.json" -o "$W/san-$n-$tool" \
         --no-timing --quiet > "$W/san-$n-$tool.log" 2>&1
