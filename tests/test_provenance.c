@@ -227,8 +227,8 @@ static void generator_rejects_duplicates_and_bad_specs(void **s) {
 }
 
 /* A kernel defined in a file of the chain is a node that an edge launches: one left out (as
- * decode_split_kv_producer3sm_mma once was) fails the build instead of holding its bundles at level 4.
- * A declaration, a comment or a string naming a kernel asks nothing. */
+ * decode_split_kv_producer3sm_mma once was) fails the build instead of holding its bundles at level 4,
+ * dkb's chain or a plugin's. A declaration, a comment or a string naming a kernel asks nothing. */
 static void generator_requires_every_kernel_of_a_chain_file_launched(void **s) {
   (void)s;
   write_file("build/tests/provenance/k.cu",
@@ -245,6 +245,16 @@ static void generator_requires_every_kernel_of_a_chain_file_launched(void **s) {
            "\"to\": \"first_k\"}]}", nodes);
   expect_gen_error(spec, "gen_provenance: error: %s: /nodes: kernel 'second_k' (build/tests/provenance/k.cu:6) is no "
                          "node, so a call that launches it cannot reach level 5\n");
+  /* a plugin's chain the same, over its repository files */
+  write_file("build/tests/provenance/spec.json", spec);
+  write_file("build/tests/provenance/none.d", "");
+  struct run_result p;
+  run_sh(&p, "%s plugin --spec build/tests/provenance/spec.json --deps build/tests/provenance/none.d --compiler=cc "
+         "--flags= --out %s/plugin.c", GEN, tmp_dir());
+  assert_int_equal(p.rc, 1);
+  assert_string_equal(p.err, "gen_provenance: error: build/tests/provenance/spec.json: /nodes: kernel 'second_k' "
+                             "(build/tests/provenance/k.cu:6) is no node, so a call that launches it cannot reach level 5\n");
+  run_result_release(&p);
   snprintf(spec, sizeof spec, "{\"schema\": \"dkb.chain-spec/v1\", \"nodes\": [%s, {\"symbol\": \"second_k\", \"layer\": "
            "\"producer\", \"path\": \"build/tests/provenance/k.cu\"}], \"edges\": [{\"from\": \"launch_k\", \"to\": "
            "\"first_k\"}]}", nodes);

@@ -157,12 +157,13 @@ def repo_deps(dep_files):
 
 
 def check_kernels_launched(spec_path, spec):
-    """Every kernel defined in a file of the chain's nodes is a node, and something launches it: a
-    kernel left out would run in a bundle whose chain check (level 5) cannot place it."""
+    """Every kernel defined in a repository file of the chain's nodes is a node, and something launches it:
+    a kernel left out would run in a bundle whose chain check (level 5) cannot place it. A plugin's
+    upstream headers define the library's whole kernel set, of which a chain names what it launches."""
     nodes = spec["nodes"]
     symbols = {n["symbol"] for n in nodes}
     launched = {e["to"] for e in spec.get("edges", [])}
-    for path in dict.fromkeys(n["path"] for n in nodes):
+    for path in dict.fromkeys(n["path"] for n in nodes if n.get("root", "repo") == "repo"):
         with open(path, encoding="utf-8", errors="surrogateescape") as f:
             kernels = defined_kernels(f.read())
         for name, line in kernels:
@@ -300,6 +301,7 @@ def plugin_manifest(a):
             raise GenError(f"{a.spec}: /nodes/{k}/symbol: no definition of '{node['symbol']}' in {node['path']}")
         first, last, kind = defs[0]  # an overloaded upstream symbol: the first definition, in file order
         symbols.append({"symbol": node["symbol"], "path": node["path"], "kind": kind, "span": [first, last]})
+    check_kernels_launched(a.spec, spec)
     doc = {
         "schema": "dkb.source-manifest/v1",
         "spec": a.spec,
