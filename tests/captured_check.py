@@ -73,7 +73,7 @@ def clusters(d):
 def heads(d):
     """A plan of two or four K/V heads a CTA launched decode_split_kv_producer2_mma or producer4_mma over
     H_kv / heads CTAs in x; a plan of three CTAs an SM (three_ctas_per_sm) decode_split_kv_producer3sm_mma
-    over H_kv; any other dkb_split_kv plan a one-head producer over H_kv. Prints the heads, whether three,
+    over H_kv; any other dkb_split_kv plan a one-head producer over H_kv. Prints the heads, "three" or "-",
     and the grids."""
     b = json.load(open(d + "/bundle.json"))
     dispatch = b["dispatch"]
@@ -84,7 +84,7 @@ def heads(d):
     three = dispatch["plan"].get("three_ctas_per_sm", False)
     h_kv = json.load(open(b["fixture"]["path"]))["heads"]["H_kv"]
     prod = producer_launches(d)
-    print(hp, "three" if three else "two", [k["grid"] for k in prod])
+    print(hp, "three" if three else "-", [k["grid"] for k in prod])
     ok = all(k["grid"][0] * hp == h_kv and ("decode_split_kv_producer2_mma" in k["name"]) == (hp == 2) and
              ("decode_split_kv_producer4_mma" in k["name"]) == (hp == 4) and
              ("decode_split_kv_producer3sm_mma" in k["name"]) == three for k in prod)

@@ -205,7 +205,7 @@ static void captured_cluster_plans_were_launched_as_clusters(void **s) {
  * requests, an H100's capture). */
 static void captured_head_plans_launched_the_producer_they_name(void **s) {
   (void)s;
-  every_bundle_passes("heads", "two-heads-paged-p1", "2 two [[2, 132, 1]]\n");
+  every_bundle_passes("heads", "two-heads-paged-p1", "2 - [[2, 132, 1]]\n");
   every_bundle_passes("heads", "three-per-sm-paged-p16", "1 three [[8, 400, 1]]\n");
 }
 

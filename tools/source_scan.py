@@ -173,6 +173,9 @@ def find_definitions(text, symbol):
     return found
 
 
+NAME = re.compile(r"\s*([A-Za-z_]\w*)\s*")
+
+
 def defined_kernels(text):
     """[(name, first_line)] of the CUDA kernels (__global__ functions) text defines, in file order;
     declarations left out."""
@@ -181,7 +184,7 @@ def defined_kernels(text):
     for g in re.finditer(r"\b__global__\b", code):
         i = g.end()
         while True:  # past the return type and attributes (__launch_bounds__(...)) to the name
-            m = re.compile(r"\s*([A-Za-z_]\w*)\s*").match(code, i)
+            m = NAME.match(code, i)
             if not m:
                 break
             i = m.end()
