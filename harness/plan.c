@@ -110,12 +110,11 @@ static int plan_heads(const struct decode_call *c, const struct plan_opts *o, co
 }
 
 /* A direct plan of at least kThreeMinCtas one-head CTAs a slot of three an SM runs on the producer built for
- * three CTAs an SM (d = 128), whose CTAs overlap more of each other's ends: on an H100, B512 T256 (4096 CTAs,
- * 10.3 a slot) 1.8-2.3 % faster contiguous and 2.4 % in 16-key pages than four heads a CTA at two an SM, where
- * B128 T1024 (1024 CTAs, 2.6 a slot) ran 2.5 % slower on it; B256 T512 (5.2 a slot) was not timed one head a
- * CTA, so 8 keeps it on the measured plan (docs/kernels.md, "Three CTAs an SM for many CTAs"). Only where
- * every item's page list fits the producer's shared memory (plan_opts three_room, 0 where there is no such
- * producer or the device holds fewer than three of it). */
+ * three CTAs an SM (d = 128), whose CTAs overlap more of each other's ends: on H100s, B512 T256 (4096 CTAs,
+ * 10.3 a slot) 2.2-2.8 % faster contiguous and 2.9 % in 16-key pages than four heads a CTA at two an SM, where
+ * B256 T512 (5.2 a slot) ran up to 1.8 % slower on it and B128 T1024 (2.6) 2.5 % (docs/kernels.md, "Three
+ * CTAs an SM for many CTAs"). Only where every item's page list fits the producer's shared memory
+ * (plan_opts three_room, 0 where there is no such producer or the device holds fewer than three of it). */
 enum { kThreeMinCtas = 8 };
 static int plan_three(const struct decode_call *c, const struct plan_opts *o, const struct decode_plan *p) {
   if (o->three_room <= 0 || !p->direct || p->fused || p->cluster > 1) return 0;
