@@ -55,7 +55,7 @@ static struct kv_layout make_layout(const struct kvin *in, int kind, int table) 
                         .page_size = in->P, .num_pages = in->npages, .block_table = in->bt, .table_width = in->W,
                         .page_indptr = in->pip, .page_indices = in->pidx, .last_page_len = in->lpl,
                         .page_indices_len = in->nidx};
-  if (kind != KV_PAGED_NHD && kind != KV_PAGED_HND) L.table = KV_TABLE_NONE;
+  if (!kv_layout_paged(kind)) L.table = KV_TABLE_NONE;
   return L;
 }
 

@@ -191,7 +191,7 @@ void backends_key(const struct decode_call *c, long long cc, struct dispatch_key
   k->requires_deterministic = 0;
   k->cuda_graph = c->graph;
   k->cache_layout = LAYOUT[c->layout];
-  k->page_size = (c->layout == KV_PAGED_NHD || c->layout == KV_PAGED_HND) ? c->page_size : DK_ABSENT;
+  k->page_size = kv_layout_paged(c->layout) ? c->page_size : DK_ABSENT;
   k->workspace_device_type = DK_CUDA;
   k->workspace_device_index = 0;
 }

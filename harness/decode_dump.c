@@ -78,7 +78,7 @@ int decode_dump_write(const char *dir, const struct decode_call *c, const struct
   }
 #undef ADD
   {
-    int paged = c->layout == KV_PAGED_NHD || c->layout == KV_PAGED_HND;
+    int paged = kv_layout_paged(c->layout);
     int contig = c->layout == KV_CONTIG_NHD || c->layout == KV_CONTIG_HND;
     int win = c->mask_kind == MASK_SLIDING_WINDOW;
     json_t *call = json_pack("{s:I,s:I,s:I,s:I,s:I,s:I,s:s,s:f,s:s,s:s,s:o,s:o,s:o,s:{s:s,s:o,s:o}}", "B", (json_int_t)B,

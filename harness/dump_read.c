@@ -151,7 +151,7 @@ static int read_call(struct reader *rd) {
   c->phase = phase;
   c->layout = kv_layout_parse(layout);
   if (c->layout < 0) return jr_fail(&rd->r, P, "layout", "unknown layout '%s'", layout);
-  int paged = c->layout == KV_PAGED_NHD || c->layout == KV_PAGED_HND;
+  int paged = kv_layout_paged(c->layout);
   int contig = c->layout == KV_CONTIG_NHD || c->layout == KV_CONTIG_HND;
   const json_t *table = json_object_get(call, "table"), *ps = json_object_get(call, "page_size"),
                *tc = json_object_get(call, "T_cap");
@@ -218,7 +218,7 @@ static int check_key(struct reader *rd, const json_t *key) {
   if (!lay || strcmp(lay, kv_layout_name((enum kv_layout_kind)c->layout)))
     return jr_fail(&rd->r, P, "cache_layout", "must equal the call's '%s'", kv_layout_name((enum kv_layout_kind)c->layout));
   const json_t *ps = json_object_get(key, "page_size");
-  int paged = c->layout == KV_PAGED_NHD || c->layout == KV_PAGED_HND;
+  int paged = kv_layout_paged(c->layout);
   if (!ps || (paged ? !json_is_integer(ps) || json_integer_value(ps) != c->page_size : !json_is_null(ps)))
     return jr_fail(&rd->r, P, "page_size", "must equal the call's page size (null unless paged)");
   if (paged) {
@@ -293,7 +293,7 @@ static int read_tensors(struct reader *rd) {
   { const int64_t s[] = {B, C, Hq, dk}; if (!(e = need(rd, "q", dt, s, 4, "[B][C][H_q][d_qk]", 1))) return -1; }
   in->q_bytes = e->a.count * e->a.itemsize;
   in->q = take(e);
-  int contig = c->layout == KV_CONTIG_NHD || c->layout == KV_CONTIG_HND, paged = c->layout == KV_PAGED_NHD || c->layout == KV_PAGED_HND;
+  int contig = c->layout == KV_CONTIG_NHD || c->layout == KV_CONTIG_HND, paged = kv_layout_paged(c->layout);
   int need_rows = contig || (paged && c->table == KV_TABLE_DENSE);
   { const int64_t s[] = {B}; e = need(rd, "cache_batch_idx", "int32", s, 1, "[B]", need_rows); }
   if (!e && need_rows) return -1;

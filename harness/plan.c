@@ -124,7 +124,7 @@ static int plan_three(const struct decode_call *c, const struct plan_opts *o, co
 
 static int64_t max_item_pages(const struct decode_call *c, const struct decode_plan *p) {
   int64_t most = 0;
-  if ((c->layout != KV_PAGED_NHD && c->layout != KV_PAGED_HND) || c->page_size <= 0) return 0;
+  if (!kv_layout_paged(c->layout) || c->page_size <= 0) return 0;
   for (int i = 0; i < p->n_items; i++) {
     const int64_t lo = p->item_lo[i], hi = p->item_hi[i], n = hi > lo ? (hi - 1) / c->page_size - lo / c->page_size + 1 : 0;
     if (n > most) most = n;

@@ -27,7 +27,6 @@ int kv_table_parse(const char *name) {
   return -1;
 }
 
-static int is_paged(const struct kv_layout *L) { return L->kind == KV_PAGED_NHD || L->kind == KV_PAGED_HND; }
 static int is_contig(const struct kv_layout *L) { return L->kind == KV_CONTIG_NHD || L->kind == KV_CONTIG_HND; }
 
 int64_t kv_cache_row(const struct kv_layout *L, int64_t b) {
@@ -39,10 +38,10 @@ int64_t kv_cache_row(const struct kv_layout *L, int64_t b) {
 int64_t kv_request_base(const struct kv_layout *L, int64_t b) {
   if (b < 0 || b >= L->B) return -1;
   if (L->kind == KV_RAGGED_NHD) return L->indptr[b];
-  if (is_paged(L) && L->table == KV_TABLE_CSR) return L->page_indptr[b];
+  if (kv_layout_paged(L->kind) && L->table == KV_TABLE_CSR) return L->page_indptr[b];
   const int64_t c = kv_cache_row(L, b);  /* contiguous, and a dense page table's row */
   if (c < 0) return -1;
-  return L->kind == KV_CONTIG_NHD ? c * L->T_cap : is_paged(L) ? c * L->table_width : c;
+  return L->kind == KV_CONTIG_NHD ? c * L->T_cap : kv_layout_paged(L->kind) ? c * L->table_width : c;
 }
 
 int64_t kv_head_of(const struct kv_layout *L, int64_t h_q) {
@@ -55,7 +54,7 @@ static int64_t csr_len(const struct kv_layout *L) {
 }
 
 int64_t kv_page_of(const struct kv_layout *L, int64_t b, int64_t j) {
-  if (!is_paged(L) || b < 0 || b >= L->B || j < 0) return -1;
+  if (!kv_layout_paged(L->kind) || b < 0 || b >= L->B || j < 0) return -1;
   int64_t page = -1;
   if (L->table == KV_TABLE_DENSE) {
     int64_t c = kv_cache_row(L, b);
@@ -132,14 +131,14 @@ int64_t kv_tensor_elems(const struct kv_layout *L, int64_t d) {
 }
 
 int64_t kv_blocks(const struct kv_layout *L, int64_t b) {
-  if (!is_paged(L) || L->page_size <= 0 || b < 0 || b >= L->B) return 0;
+  if (!kv_layout_paged(L->kind) || L->page_size <= 0 || b < 0 || b >= L->B) return 0;
   return (L->len[b] + L->page_size - 1) / L->page_size;
 }
 
 int64_t kv_tail_elems(const struct kv_layout *L, int64_t d) {
   int64_t rows = 0;
   for (int64_t b = 0; b < L->B; b++) {
-    if (is_paged(L)) rows += kv_blocks(L, b) * L->page_size - L->len[b];
+    if (kv_layout_paged(L->kind)) rows += kv_blocks(L, b) * L->page_size - L->len[b];
     else if (is_contig(L)) rows += L->T_cap - L->len[b];
   }
   return rows * L->H_kv * d;
@@ -148,7 +147,7 @@ int64_t kv_tail_elems(const struct kv_layout *L, int64_t d) {
 int64_t kv_segments(const struct kv_layout *L, int64_t b, int64_t a, int64_t e, struct kv_segment *out, int64_t cap) {
   if (b < 0 || b >= L->B || a < 0 || e < a || e > L->len[b]) return -1;
   if (a == e) return 0;
-  if (!is_paged(L)) {
+  if (!kv_layout_paged(L->kind)) {
     int64_t row = L->kind == KV_RAGGED_NHD ? 0 : kv_cache_row(L, b);
     if (row < 0) return -1;
     if (cap > 0) out[0] = (struct kv_segment){a, row, L->kind == KV_RAGGED_NHD ? L->indptr[b] + a : a, e - a};
@@ -167,14 +166,14 @@ int64_t kv_segments(const struct kv_layout *L, int64_t b, int64_t a, int64_t e, 
 
 int64_t kv_metadata_bytes(const struct kv_layout *L) {
   if (L->kind == KV_RAGGED_NHD) return (L->B + 1) * 4;
-  if (!is_paged(L)) return 0;
+  if (!kv_layout_paged(L->kind)) return 0;
   if (L->table == KV_TABLE_DENSE) return L->cache_rows * L->table_width * 4;
   if (L->table == KV_TABLE_CSR) return (L->B + 1 + L->page_indptr[L->B] + L->B) * 4;
   return 0;
 }
 
 int64_t kv_page_disagreements(const struct kv_layout *a, const struct kv_layout *b, int64_t *first_b, int64_t *first_j) {
-  if (!is_paged(a) || !is_paged(b) || a->B != b->B || a->page_size != b->page_size) return -1;
+  if (!kv_layout_paged(a->kind) || !kv_layout_paged(b->kind) || a->B != b->B || a->page_size != b->page_size) return -1;
   int64_t n = 0;
   for (int64_t r = 0; r < a->B; r++) {
     int64_t nb = kv_blocks(a, r) > kv_blocks(b, r) ? kv_blocks(a, r) : kv_blocks(b, r);
@@ -251,9 +250,9 @@ int kv_layout_check(const struct kv_layout *L, char reason[64], char detail[256]
     return FAIL("gqa_not_divisible", "H_q = %lld is not a multiple of H_kv = %lld", (long long)L->H_q, (long long)L->H_kv);
   for (int64_t b = 0; b < L->B; b++)
     if (L->len[b] < 0) return FAIL("bad_shape", "len[%lld] = %lld is negative", (long long)b, (long long)L->len[b]);
-  if (is_paged(L) ? L->table == KV_TABLE_NONE : L->table != KV_TABLE_NONE)
+  if (kv_layout_paged(L->kind) ? L->table == KV_TABLE_NONE : L->table != KV_TABLE_NONE)
     return FAIL("table_kind_mismatch", "%s with a %s table", kv_layout_name(L->kind), kv_table_name(L->table));
-  int uses_rows = is_contig(L) || (is_paged(L) && L->table == KV_TABLE_DENSE);
+  int uses_rows = is_contig(L) || (kv_layout_paged(L->kind) && L->table == KV_TABLE_DENSE);
   if (uses_rows) {
     if (L->cache_rows < 1) return FAIL("bad_shape", "cache_rows must be >= 1 (got %lld)", (long long)L->cache_rows);
     for (int64_t b = 0; b < L->B; b++) {

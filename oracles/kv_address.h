@@ -19,6 +19,8 @@ enum kv_table_kind { KV_TABLE_NONE, KV_TABLE_DENSE, KV_TABLE_CSR };
 /* "contiguous_nhd", "contiguous_hnd", "ragged_nhd", "paged_nhd", "paged_hnd"; parse gives -1 if unknown. */
 const char *kv_layout_name(enum kv_layout_kind k);
 int kv_layout_parse(const char *name);
+/* 1 for the paged layouts (NHD and HND), whose keys live in pages of page_size. */
+static inline int kv_layout_paged(int kind) { return kind == KV_PAGED_NHD || kind == KV_PAGED_HND; }
 /* "none", "dense", "csr"; parse gives -1 if unknown. */
 const char *kv_table_name(enum kv_table_kind t);
 int kv_table_parse(const char *name);
