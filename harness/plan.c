@@ -82,6 +82,9 @@ static void cut(struct builder *bl, int b, const struct range *r, int nr, int64_
   }
 }
 
+/* The device's SMs, or the H100's and H200's 132 where no device was asked (plan_opts.sm_count 0). */
+static int plan_sms(const struct plan_opts *o) { return o->sm_count > 0 ? o->sm_count : 132; }
+
 /* The CTAs per SM the wave counts: as many as the producer is built for (plan_opts.wave_ctas, its
  * __launch_bounds__ or its shared memory's bound), and fewer where fewer are resident (plan_opts.ctas_per_sm). Where more are resident
  * than the build is for, splitting the work to fill them cost more (merge, per-CTA prologue) than it
@@ -99,7 +102,7 @@ static int plan_wave_ctas(const struct plan_opts *o) {
  * and no worse a last wave than one head a CTA fills (B32 T4096 at 128 CTAs of 264 slots ran 26 % slower). */
 static int plan_heads(const struct decode_call *c, const struct plan_opts *o, const struct decode_plan *p) {
   if (o->hp_max < 2 || !p->direct || p->fused || p->cluster > 1) return 1;
-  const int64_t slots = (int64_t)(o->sm_count > 0 ? o->sm_count : 132) * plan_wave_ctas(o);
+  const int64_t slots = (int64_t)plan_sms(o) * plan_wave_ctas(o);
   const int64_t one = (int64_t)p->n_items * c->H_kv, w1 = (one + slots - 1) / slots;
   for (int hp = o->hp_max; hp > 1; hp /= 2) {
     const int64_t n = one / hp, w = (n + slots - 1) / slots;
@@ -118,7 +121,7 @@ static int plan_heads(const struct decode_call *c, const struct plan_opts *o, co
 enum { kThreeMinCtas = 8 };
 static int plan_three(const struct decode_call *c, const struct plan_opts *o, const struct decode_plan *p) {
   if (o->three_room <= 0 || !p->direct || p->fused || p->cluster > 1) return 0;
-  const int64_t slots = (int64_t)(o->sm_count > 0 ? o->sm_count : 132) * 3;
+  const int64_t slots = (int64_t)plan_sms(o) * 3;
   return (int64_t)p->n_items * c->H_kv >= kThreeMinCtas * slots && p->max_item_pages <= o->three_room;
 }
 
@@ -267,8 +270,7 @@ int plan_build(const struct decode_call *c, const struct decode_inputs *in, cons
     /* Every request is cut into pieces of at most ceil(max_tiles / S) tiles (a shorter request into
      * proportionally fewer), S from the schedule model over the requests' visible tiles, on
      * plan_wave_ctas CTAs per SM. */
-    const int sms = o->sm_count > 0 ? o->sm_count : 132;
-    p->heuristic_sms = sms * plan_wave_ctas(o);
+    p->heuristic_sms = plan_sms(o) * plan_wave_ctas(o);
     int s = plan_auto_splits(vt, c->B, c->H_kv, p->heuristic_sms, c->max_splits);
     if (s < 1) {
       free(vt);
