@@ -96,12 +96,24 @@ static int plan_wave_ctas(const struct plan_opts *o) {
   return o->ctas_per_sm > 0 && o->ctas_per_sm < built ? o->ctas_per_sm : built;
 }
 
+/* One K/V head a CTA, two or four times the CTAs, where a CTA's ends are cheap: contiguous NHD caches at
+ * 64 < d <= 128 whose CTA holds at most four query rows (GQA 4 decode), so its warps' merge has few rows. On
+ * the H200 each step in heads timed the same there (B64 T2048 one head against two, B128 T1024 two against
+ * four, and four heads' register epilogue, 2.0-3.5 % faster at GQA 8, nothing at GQA 4); on two H100s one
+ * head was 1.1-2.7 % faster than four at B128 T1024 and B256 T512, as cuDNN's one-head CTAs are
+ * (docs/kernels.md, "One K/V head a CTA on contiguous caches at GQA 4"). Pages keep the heads: fewer ends
+ * made them 2-5 % faster on the H200. */
+static int plan_one_head(const struct decode_call *c) {
+  return c->layout == KV_CONTIG_NHD && c->dk > 64 && c->dk <= 128 && (int64_t)(c->H_q / c->H_kv) * c->C <= 4;
+}
+
 /* Two or four K/V heads a producer CTA in a direct plan divide the CTAs each slot runs in turn, and a CTA's
  * ends cost the call about 0.9 us contiguous and 2.2 us in 16-key pages (docs/performance.md, "What a CTA
  * costs"), so the most heads are taken whose grid still fills the device: at least 95 % of one wave's slots,
- * and no worse a last wave than one head a CTA fills (B32 T4096 at 128 CTAs of 264 slots ran 26 % slower). */
+ * and no worse a last wave than one head a CTA fills (B32 T4096 at 128 CTAs of 264 slots ran 26 % slower).
+ * Not on contiguous caches at d = 128 with at most four query rows a K/V head (plan_one_head). */
 static int plan_heads(const struct decode_call *c, const struct plan_opts *o, const struct decode_plan *p) {
-  if (o->hp_max < 2 || !p->direct || p->fused || p->cluster > 1) return 1;
+  if (o->hp_max < 2 || !p->direct || p->fused || p->cluster > 1 || plan_one_head(c)) return 1;
   const int64_t slots = (int64_t)plan_sms(o) * plan_wave_ctas(o);
   const int64_t one = (int64_t)p->n_items * c->H_kv, w1 = (one + slots - 1) / slots;
   for (int hp = o->hp_max; hp > 1; hp /= 2) {
