@@ -99,10 +99,11 @@ static int plan_wave_ctas(const struct plan_opts *o) {
 /* One K/V head a CTA, two or four times the CTAs, where a CTA's ends are cheap: contiguous NHD caches at
  * 64 < d <= 128 whose CTA holds at most four query rows (GQA 4 decode), so its warps' merge has few rows. On
  * the H200 each step in heads timed the same there (B64 T2048 one head against two, B128 T1024 two against
- * four, and four heads' register epilogue, 2.0-3.5 % faster at GQA 8, nothing at GQA 4); on two H100s one
- * head was 1.1-2.7 % faster than four at B128 T1024 and B256 T512, as cuDNN's one-head CTAs are
- * (docs/kernels.md, "One K/V head a CTA on contiguous caches at GQA 4"). Pages keep the heads: fewer ends
- * made them 2-5 % faster on the H200. */
+ * four, and four heads' register epilogue, 2.0-3.5 % faster at GQA 8, nothing at GQA 4); on three H100s one
+ * head was 0.9-2.7 % faster than four at B128 T1024 and B256 T512 and 0-1.7 % than two at B64 T2048, as
+ * cuDNN's one-head CTAs are (Nsight Compute: the same instructions, 1.6-3 points more of the DRAM's peak;
+ * docs/kernels.md, "One K/V head a CTA on contiguous caches at GQA 4"). Pages keep the heads: fewer ends
+ * made them 2-5 % faster on the H200, and two heads for four cost GQA 8 pages 1.5-2 % on an H100. */
 static int plan_one_head(const struct decode_call *c) {
   return c->layout == KV_CONTIG_NHD && c->dk > 64 && c->dk <= 128 && (int64_t)(c->H_q / c->H_kv) * c->C <= 4;
 }
