@@ -106,7 +106,7 @@ static int read_cache(struct jr *r, const json_t *doc, struct decode_call *c) {
   if (c->layout < 0)
     return jr_fail(r, P, "layout", "must be one of: contiguous_nhd, contiguous_hnd, ragged_nhd, paged_nhd, paged_hnd (got '%s')", layout);
   int paged = kv_layout_paged(c->layout);
-  int contiguous = c->layout == KV_CONTIG_NHD || c->layout == KV_CONTIG_HND;
+  int contiguous = kv_layout_contiguous(c->layout);
   static const char *const paged_only[] = {"page_size", "table", "pool_extra_pages", "page_order", NULL};
   static const char *const contig_only[] = {"capacity", NULL};
   for (int i = 0; paged_only[i]; i++)
@@ -379,7 +379,6 @@ int decode_call_load(const char *path, struct decode_call *c, struct dkb_err *er
 
 /* ---- the call key: one writer per row of CALL_KEY_FIELDS (evidence/call_key.h) ------------------ */
 
-static int is_contiguous(const struct decode_call *c) { return c->layout == KV_CONTIG_NHD || c->layout == KV_CONTIG_HND; }
 static json_t *dtype_json(const struct decode_call *c) { return json_string(dkb_dtype_name((enum dkb_dtype)c->dtype)); }
 static int is_window(const struct decode_call *c) { return c->mask_kind == MASK_SLIDING_WINDOW; }
 static int is_program(const struct decode_call *c, int program) {
@@ -409,7 +408,7 @@ static json_t *ck_page_size(const struct decode_call *c) { return kv_layout_page
 static json_t *ck_page_table(const struct decode_call *c) {
   return kv_layout_paged(c->layout) ? json_string(c->table == KV_TABLE_DENSE ? "dense" : "csr") : NULL;
 }
-static json_t *ck_cache_capacity(const struct decode_call *c) { return int_if(is_contiguous(c), c->T_cap); }
+static json_t *ck_cache_capacity(const struct decode_call *c) { return int_if(kv_layout_contiguous(c->layout), c->T_cap); }
 static json_t *ck_cache_batch_idx(const struct decode_call *c) {
   json_t *a = json_array();
   for (int b = 0; b < c->B; b++) json_array_append_new(a, json_integer(c->cache_row[b]));

@@ -79,7 +79,7 @@ int decode_dump_write(const char *dir, const struct decode_call *c, const struct
 #undef ADD
   {
     int paged = kv_layout_paged(c->layout);
-    int contig = c->layout == KV_CONTIG_NHD || c->layout == KV_CONTIG_HND;
+    int contig = kv_layout_contiguous(c->layout);
     int win = c->mask_kind == MASK_SLIDING_WINDOW;
     json_t *call = json_pack("{s:I,s:I,s:I,s:I,s:I,s:I,s:s,s:f,s:s,s:s,s:o,s:o,s:o,s:{s:s,s:o,s:o}}", "B", (json_int_t)B,
                              "C", (json_int_t)C, "H_q", (json_int_t)Hq, "H_kv", (json_int_t)Hkv, "d_qk", (json_int_t)dk,

@@ -152,7 +152,7 @@ static int read_call(struct reader *rd) {
   c->layout = kv_layout_parse(layout);
   if (c->layout < 0) return jr_fail(&rd->r, P, "layout", "unknown layout '%s'", layout);
   int paged = kv_layout_paged(c->layout);
-  int contig = c->layout == KV_CONTIG_NHD || c->layout == KV_CONTIG_HND;
+  int contig = kv_layout_contiguous(c->layout);
   const json_t *table = json_object_get(call, "table"), *ps = json_object_get(call, "page_size"),
                *tc = json_object_get(call, "T_cap");
   if (paged) {
@@ -225,7 +225,7 @@ static int check_key(struct reader *rd, const json_t *key) {
     const char *t = json_string_value(json_object_get(key, "page_table"));
     if (!t || kv_table_parse(t) != c->table) return jr_fail(&rd->r, P, "page_table", "must equal the call's table");
   }
-  if (c->layout == KV_CONTIG_NHD || c->layout == KV_CONTIG_HND) {
+  if (kv_layout_contiguous(c->layout)) {
     const json_t *cap = json_object_get(key, "cache_capacity");
     if (!json_is_integer(cap) || json_integer_value(cap) != c->T_cap) return jr_fail(&rd->r, P, "cache_capacity", "must equal the call's T_cap");
   }
@@ -293,7 +293,7 @@ static int read_tensors(struct reader *rd) {
   { const int64_t s[] = {B, C, Hq, dk}; if (!(e = need(rd, "q", dt, s, 4, "[B][C][H_q][d_qk]", 1))) return -1; }
   in->q_bytes = e->a.count * e->a.itemsize;
   in->q = take(e);
-  int contig = c->layout == KV_CONTIG_NHD || c->layout == KV_CONTIG_HND, paged = kv_layout_paged(c->layout);
+  int contig = kv_layout_contiguous(c->layout), paged = kv_layout_paged(c->layout);
   int need_rows = contig || (paged && c->table == KV_TABLE_DENSE);
   { const int64_t s[] = {B}; e = need(rd, "cache_batch_idx", "int32", s, 1, "[B]", need_rows); }
   if (!e && need_rows) return -1;

@@ -21,6 +21,8 @@ const char *kv_layout_name(enum kv_layout_kind k);
 int kv_layout_parse(const char *name);
 /* 1 for the paged layouts (NHD and HND), whose keys live in pages of page_size. */
 static inline int kv_layout_paged(int kind) { return kind == KV_PAGED_NHD || kind == KV_PAGED_HND; }
+/* 1 for the contiguous layouts (NHD and HND), one cache row of capacity T_cap a request. */
+static inline int kv_layout_contiguous(int kind) { return kind == KV_CONTIG_NHD || kind == KV_CONTIG_HND; }
 /* "none", "dense", "csr"; parse gives -1 if unknown. */
 const char *kv_table_name(enum kv_table_kind t);
 int kv_table_parse(const char *name);
