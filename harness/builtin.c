@@ -128,10 +128,7 @@ static int builtin_admit(const struct dkb_backend *self, const struct dkb_call *
     struct admit_reasons out;
     admit_reasons_clear(&out);
     PREDICATES[f](caps, &k, &out);
-    for (size_t i = 0; i < out.n && *n < cap; i++, (*n)++) {
-      r[*n].factor = ADMIT_FACTOR_LETTERS[f];
-      snprintf(r[*n].text, sizeof r[*n].text, "%s", out.text[i]);
-    }
+    for (size_t i = 0; i < out.n; i++) dkb_reason_add(r, cap, n, ADMIT_FACTOR_LETTERS[f], "%s", out.text[i]);
   }
   return 0;
 }

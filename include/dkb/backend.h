@@ -43,8 +43,10 @@
 #ifndef DKB_BACKEND_H
 #define DKB_BACKEND_H
 
+#include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #ifdef __cplusplus
 extern "C" {
@@ -149,6 +151,25 @@ struct dkb_reason {
   char text[DKB_REASON_TEXT_MAX];
 };
 #define DKB_MAX_REASONS 24
+
+/* Appends one reason to r[0..cap) when fewer than cap are held; *n counts them, the text is cut to the
+ * field. Every admit (dkb's, the plugins') writes its reasons through these two, so a refusal reads the
+ * same whoever refuses. */
+static inline void dkb_reason_vadd(struct dkb_reason *r, int cap, int *n, char factor, const char *fmt, va_list ap) {
+  if (*n >= cap) return;
+  r[*n].factor = factor;
+  vsnprintf(r[*n].text, sizeof r[*n].text, fmt, ap);
+  (*n)++;
+}
+#if defined(__GNUC__)
+__attribute__((format(printf, 5, 6)))
+#endif
+static inline void dkb_reason_add(struct dkb_reason *r, int cap, int *n, char factor, const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  dkb_reason_vadd(r, cap, n, factor, fmt, ap);
+  va_end(ap);
+}
 
 /* ---- the plan ------------------------------------------------------------------------------------ */
 

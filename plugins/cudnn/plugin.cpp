@@ -55,14 +55,10 @@ struct reasons {
   struct dkb_reason *r;
   int cap, n;
   void add(char factor, const char *fmt, ...) __attribute__((format(printf, 3, 4))) {
-    if (n < cap) {
-      r[n].factor = factor;
-      va_list ap;
-      va_start(ap, fmt);
-      vsnprintf(r[n].text, sizeof r[n].text, fmt, ap);
-      va_end(ap);
-      n++;
-    }
+    va_list ap;
+    va_start(ap, fmt);
+    dkb_reason_vadd(r, cap, &n, factor, fmt, ap);
+    va_end(ap);
   }
 };
 

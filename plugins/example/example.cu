@@ -91,32 +91,22 @@ int fail(const char *fmt, ...) {
   return DKB_BACKEND_ERROR;
 }
 
-void reason(struct dkb_reason *r, int cap, int *n, char factor, const char *fmt, ...) {
-  if (*n >= cap) return;
-  r[*n].factor = factor;
-  va_list ap;
-  va_start(ap, fmt);
-  vsnprintf(r[*n].text, sizeof r[*n].text, fmt, ap);
-  va_end(ap);
-  (*n)++;
-}
-
 int admit(const struct dkb_backend *, const struct dkb_call *c, struct dkb_reason *r, int cap, int *n) {
   *n = 0;
-  if (c->phase != DKB_ABI_DECODE) reason(r, cap, n, 'P', "phase=append unsupported");
+  if (c->phase != DKB_ABI_DECODE) dkb_reason_add(r, cap, n, 'P', "phase=append unsupported");
   /* H: plugin.mk builds sm_90 SASS and compute_90 PTX (dkb's GENCODE): 9.0 and later run it, nothing before */
-  if (c->compute_capability < 0) reason(r, cap, n, 'H', "compute_capability unknown: no CUDA device");
+  if (c->compute_capability < 0) dkb_reason_add(r, cap, n, 'H', "compute_capability unknown: no CUDA device");
   else if (c->compute_capability < 90)
-    reason(r, cap, n, 'H', "compute_capability=%d unsupported (built for sm_90)", c->compute_capability);
-  if (c->dtype != DKB_ABI_F16 && c->dtype != DKB_ABI_BF16) reason(r, cap, n, 'D', "dtype other than fp16/bf16 unsupported");
-  if (c->kv_dtype != c->dtype) reason(r, cap, n, 'K', "kv_dtype unlike dtype unsupported");
-  if (c->q_len != 1) reason(r, cap, n, 'Q', "q_len=%d unsupported", c->q_len);
-  if (c->d_qk != c->d_v || c->d_qk > kMaxDim) reason(r, cap, n, 'Q', "head dims %d/%d unsupported (equal, at most %d)", c->d_qk, c->d_v, kMaxDim);
+    dkb_reason_add(r, cap, n, 'H', "compute_capability=%d unsupported (built for sm_90)", c->compute_capability);
+  if (c->dtype != DKB_ABI_F16 && c->dtype != DKB_ABI_BF16) dkb_reason_add(r, cap, n, 'D', "dtype other than fp16/bf16 unsupported");
+  if (c->kv_dtype != c->dtype) dkb_reason_add(r, cap, n, 'K', "kv_dtype unlike dtype unsupported");
+  if (c->q_len != 1) dkb_reason_add(r, cap, n, 'Q', "q_len=%d unsupported", c->q_len);
+  if (c->d_qk != c->d_v || c->d_qk > kMaxDim) dkb_reason_add(r, cap, n, 'Q', "head dims %d/%d unsupported (equal, at most %d)", c->d_qk, c->d_v, kMaxDim);
   if (c->layout != DKB_ABI_CONTIGUOUS_NHD && !(c->layout == DKB_ABI_PAGED_NHD && c->table == DKB_ABI_TABLE_CSR))
-    reason(r, cap, n, 'L', "layout unsupported (contiguous NHD or paged NHD with a CSR table)");
+    dkb_reason_add(r, cap, n, 'L', "layout unsupported (contiguous NHD or paged NHD with a CSR table)");
   if (c->mask_kind == DKB_ABI_MASK_FLASHMASK || (c->mask_kind == DKB_ABI_MASK_SLIDING_WINDOW && c->sink > 0))
-    reason(r, cap, n, 'M', "mask unsupported (none, causal, or a sliding window without sinks)");
-  if (c->split_policy != DKB_ABI_SPLIT_AUTO) reason(r, cap, n, 'C', "split policy other than auto unsupported (it never splits)");
+    dkb_reason_add(r, cap, n, 'M', "mask unsupported (none, causal, or a sliding window without sinks)");
+  if (c->split_policy != DKB_ABI_SPLIT_AUTO) dkb_reason_add(r, cap, n, 'C', "split policy other than auto unsupported (it never splits)");
   return 0;
 }
 

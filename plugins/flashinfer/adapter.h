@@ -26,13 +26,10 @@ struct Reasons {
   struct dkb_reason *out;
   int cap, n;
   void add(char factor, const char *fmt, ...) __attribute__((format(printf, 3, 4))) {
-    if (n >= cap) return;
-    out[n].factor = factor;
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(out[n].text, sizeof out[n].text, fmt, ap);
+    dkb_reason_vadd(out, cap, &n, factor, fmt, ap);
     va_end(ap);
-    n++;
   }
 };
 

@@ -40,12 +40,10 @@ static int admit(const struct dkb_backend *self, const struct dkb_call *call, st
     snprintf(g_error, sizeof g_error, "admit was shown arrays");
     return DKB_BACKEND_ERROR;
   }
-  if (call->q_len != 1 && *n < cap) r[*n].factor = 'Q', snprintf(r[(*n)++].text, DKB_REASON_TEXT_MAX, "q_len=%d unsupported", (int)call->q_len);
-  if (call->layout >= DKB_ABI_PAGED_NHD && *n < cap)
-    r[*n].factor = 'L', snprintf(r[(*n)++].text, DKB_REASON_TEXT_MAX, "layout=%s unsupported",
-                                 call->layout == DKB_ABI_PAGED_NHD ? "paged_nhd" : "paged_hnd");
-  if (call->split_policy != DKB_ABI_SPLIT_AUTO && *n < cap)
-    r[*n].factor = 'C', snprintf(r[(*n)++].text, DKB_REASON_TEXT_MAX, "split_policy other than auto unsupported");
+  if (call->q_len != 1) dkb_reason_add(r, cap, n, 'Q', "q_len=%d unsupported", (int)call->q_len);
+  if (call->layout >= DKB_ABI_PAGED_NHD)
+    dkb_reason_add(r, cap, n, 'L', "layout=%s unsupported", call->layout == DKB_ABI_PAGED_NHD ? "paged_nhd" : "paged_hnd");
+  if (call->split_policy != DKB_ABI_SPLIT_AUTO) dkb_reason_add(r, cap, n, 'C', "split_policy other than auto unsupported");
   return 0;
 }
 
