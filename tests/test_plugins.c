@@ -1,8 +1,9 @@
 /* test_plugins.c - the backend ABI from the loading side (include/dkb/backend.h, harness/plugin.c): dkb's
  * test plugin (tests/plugin/test_plugin.c, one library per broken rule) loads or is refused with the file
  * and the reason and the exit code the README gives, DKB_PLUGIN_PATH loads like --plugin, `dkb backends`
- * lists every backend with its identity; the example plugin admits what it is built for; and the real
- * plugins' own CPU tests (make plugin-tests) pass once `make plugins` has built them. */
+ * lists every backend with its identity; dkb_reason_add stops at cap; the example plugin admits what it is
+ * built for; and the real plugins' own CPU tests (make plugin-tests) pass once `make plugins` has built
+ * them. */
 #include "tests/util.h"
 
 #include <glob.h>
@@ -214,6 +215,24 @@ static void the_example_plugin_admits_the_capabilities_it_is_built_for(void **s)
 
 /* Each plugin's source manifest hashes the make fragment that builds it: plugins/P/chain.json lists
  * plugins/P/plugin.mk among its "files" (its flags and gencode are part of what was built). */
+/* The one reason writer every admit uses (include/dkb/backend.h): it stops at cap, cuts a long text to the
+ * field with its terminator, and keeps the factor letter. */
+static void dkb_reason_add_stops_at_cap_and_cuts_the_text_to_the_field(void **s) {
+  (void)s;
+  struct dkb_reason r[3];
+  memset(r, 'x', sizeof r);
+  int n = 0;
+  dkb_reason_add(r, 2, &n, 'L', "page_size=%d unsupported", 1);
+  dkb_reason_add(r, 2, &n, 'Q', "%0200d", 7);
+  dkb_reason_add(r, 2, &n, 'C', "past the cap");
+  assert_int_equal(n, 2);
+  assert_int_equal(r[0].factor, 'L');
+  assert_string_equal(r[0].text, "page_size=1 unsupported");
+  assert_int_equal(r[1].factor, 'Q');
+  assert_int_equal(strlen(r[1].text), DKB_REASON_TEXT_MAX - 1);
+  assert_int_equal(r[2].factor, 'x');  /* the slot past cap is untouched */
+}
+
 static void every_plugins_chain_spec_lists_its_plugin_mk(void **s) {
   (void)s;
   struct run_result r;
@@ -262,5 +281,6 @@ DKB_TEST_GROUP(plugins, cmocka_unit_test(a_plugin_that_breaks_the_abi_is_refused
                cmocka_unit_test(a_backends_failure_carries_its_last_error_and_exit_code),
                cmocka_unit_test(gpu_a_failed_launch_reports_the_backends_own_error),
                cmocka_unit_test(the_example_plugin_admits_the_capabilities_it_is_built_for),
+               cmocka_unit_test(dkb_reason_add_stops_at_cap_and_cuts_the_text_to_the_field),
                cmocka_unit_test(every_plugins_chain_spec_lists_its_plugin_mk),
                cmocka_unit_test(the_real_plugins_pass_their_cpu_tests))
