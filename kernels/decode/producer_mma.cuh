@@ -423,8 +423,9 @@ __global__ void __launch_bounds__(128, MmaCfg<D_PAD>::MIN_CTAS) decode_split_kv_
 }
 // The one-head producer held to 168 registers so three CTAs share an SM (d = 128: make_mma), for direct plans
 // of many CTAs a slot (harness/plan.c, plan_three): three CTAs an SM overlap more of each CTA's ends with the
-// others' copies, which at B512 T256 (4096 CTAs) paid more than four heads a CTA at two an SM; at 1024 CTAs
-// (B128 T1024, 2.6 waves of three) it cost more (docs/kernels.md, "Three CTAs an SM for many CTAs").
+// others' copies, which at B512 T256 (4096 CTAs) paid more than four heads a CTA at two an SM (H100s: 1.8-2.9 %
+// faster contiguous and in 16-key pages); at 1024 CTAs (B128 T1024, 2.6 waves of three) it cost 2.5-2.7 % more
+// (docs/kernels.md, "Three CTAs an SM for many CTAs").
 template <typename T, int D_PAD, bool EARLY>
 __global__ void __launch_bounds__(128, 3) decode_split_kv_producer3sm_mma(const dkb_decode_params p, const __grid_constant__ KvMaps maps) {
   producer_mma<T, D_PAD, false, EARLY>(p, maps);
