@@ -213,8 +213,6 @@ static void the_example_plugin_admits_the_capabilities_it_is_built_for(void **s)
   dkb_plugin_close(&lib);
 }
 
-/* Each plugin's source manifest hashes the make fragment that builds it: plugins/P/chain.json lists
- * plugins/P/plugin.mk among its "files" (its flags and gencode are part of what was built). */
 /* The one reason writer every admit uses (include/dkb/backend.h): it stops at cap, cuts a long text to the
  * field with its terminator, and keeps the factor letter. */
 static void dkb_reason_add_stops_at_cap_and_cuts_the_text_to_the_field(void **s) {
@@ -233,6 +231,8 @@ static void dkb_reason_add_stops_at_cap_and_cuts_the_text_to_the_field(void **s)
   assert_int_equal(r[2].factor, 'x');  /* the slot past cap is untouched */
 }
 
+/* Each plugin's source manifest hashes the make fragment that builds it: plugins/P/chain.json lists
+ * plugins/P/plugin.mk among its "files" (its flags and gencode are part of what was built). */
 static void every_plugins_chain_spec_lists_its_plugin_mk(void **s) {
   (void)s;
   struct run_result r;
