@@ -203,7 +203,7 @@ int inputs_build(const struct decode_call *c, int64_t fm_block, struct decode_in
     for (int b = 0; b < c->B; b++) in->indptr[b + 1] = in->indptr[b] + c->kv_len[b];
     L->indptr = in->indptr;
   }
-  if ((c->layout == KV_PAGED_NHD || c->layout == KV_PAGED_HND) && build_pages(c, in, err)) goto fail;
+  if (kv_layout_paged(c->layout) && build_pages(c, in, err)) goto fail;
   {
     char reason[64], detail[256];
     if (kv_layout_check(L, reason, detail)) {

@@ -27,8 +27,6 @@ int kv_table_parse(const char *name) {
   return -1;
 }
 
-static int is_contig(const struct kv_layout *L) { return L->kind == KV_CONTIG_NHD || L->kind == KV_CONTIG_HND; }
-
 int64_t kv_cache_row(const struct kv_layout *L, int64_t b) {
   if (b < 0 || b >= L->B) return -1;
   int64_t c = L->cache_batch_idx ? L->cache_batch_idx[b] : b;
@@ -139,7 +137,7 @@ int64_t kv_tail_elems(const struct kv_layout *L, int64_t d) {
   int64_t rows = 0;
   for (int64_t b = 0; b < L->B; b++) {
     if (kv_layout_paged(L->kind)) rows += kv_blocks(L, b) * L->page_size - L->len[b];
-    else if (is_contig(L)) rows += L->T_cap - L->len[b];
+    else if (kv_layout_contiguous(L->kind)) rows += L->T_cap - L->len[b];
   }
   return rows * L->H_kv * d;
 }
@@ -252,7 +250,7 @@ int kv_layout_check(const struct kv_layout *L, char reason[64], char detail[256]
     if (L->len[b] < 0) return FAIL("bad_shape", "len[%lld] = %lld is negative", (long long)b, (long long)L->len[b]);
   if (kv_layout_paged(L->kind) ? L->table == KV_TABLE_NONE : L->table != KV_TABLE_NONE)
     return FAIL("table_kind_mismatch", "%s with a %s table", kv_layout_name(L->kind), kv_table_name(L->table));
-  int uses_rows = is_contig(L) || (kv_layout_paged(L->kind) && L->table == KV_TABLE_DENSE);
+  int uses_rows = kv_layout_contiguous(L->kind) || (kv_layout_paged(L->kind) && L->table == KV_TABLE_DENSE);
   if (uses_rows) {
     if (L->cache_rows < 1) return FAIL("bad_shape", "cache_rows must be >= 1 (got %lld)", (long long)L->cache_rows);
     for (int64_t b = 0; b < L->B; b++) {
@@ -266,7 +264,7 @@ int kv_layout_check(const struct kv_layout *L, char reason[64], char detail[256]
                       (long long)b, (long long)c);
     }
   }
-  if (is_contig(L)) {
+  if (kv_layout_contiguous(L->kind)) {
     if (L->T_cap < 1) return FAIL("bad_shape", "T_cap must be >= 1 (got %lld)", (long long)L->T_cap);
     for (int64_t b = 0; b < L->B; b++)
       if (L->len[b] > L->T_cap)
