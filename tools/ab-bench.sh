@@ -3,7 +3,8 @@
 # `dkb bench` and then the new build's, so that drift of the GPU's clocks and temperature over the
 # minutes falls on both; then `dkb compare` of each round's pair. docs/kernels.md's A/B tables were
 # measured this way. Build the base from the commit before the change (keep a copy of its build/dkb),
-# and change nothing else between the two.
+# and change nothing else between the two. A switch read from the environment (a trial build's) is A/B'd
+# in one build: pass two executable scripts, each `exec`ing that dkb with its setting.
 # Writes DIR/base-R/ and DIR/new-R/ (bench -o, without the per-case bundles), DIR/compare-R.txt, and
 # DIR/ab.tgz holding all of them: one file, for a machine that sends back only a few.
 # usage: [ROUNDS=n] tools/ab-bench.sh BASE_DKB NEW_DKB DIR FIXTURE... [-- bench arguments...]
