@@ -313,8 +313,7 @@ static int read_tensors(struct reader *rd) {
   int64_t sk[4], sv[4];
   int nd = c->layout == KV_RAGGED_NHD ? 3 : 4;
   const char *axes;
-  int64_t ext = k->a.ndim == nd ? k->a.shape[0] : -1;
-  int64_t inner = k->a.ndim == nd && nd == 4 ? k->a.shape[c->layout == KV_CONTIG_NHD || c->layout == KV_PAGED_NHD ? 1 : 2] : 0;
+  int64_t ext = k->a.ndim == nd ? k->a.shape[0] : -1, inner = 0;  /* inner: T_cap or P, from the call */
   switch (c->layout) {
   case KV_CONTIG_NHD: axes = "contiguous_nhd [cache_rows][T_cap][H_kv][d]"; inner = c->T_cap; break;
   case KV_CONTIG_HND: axes = "contiguous_hnd [cache_rows][H_kv][T_cap][d]"; inner = c->T_cap; break;
