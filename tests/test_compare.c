@@ -505,6 +505,27 @@ static void ab_bench_alternates_two_builds_and_compares_each_round(void **s) {
   run_result_release(&r);
 }
 
+/* Several new arms (comma-separated) run in every round after the base, in order (each bench's log comes
+ * after the one before it), each compared with the base in its own file; a list with an empty arm is
+ * wrong use, refused before any bench. */
+static void ab_bench_runs_every_new_arm_after_the_base(void **s) {
+  (void)s;
+  struct run_result r;
+  char dir[600];
+  snprintf(dir, sizeof dir, "%s/ab3", tmp_dir());
+  run_sh(&r, "rm -rf %s && ROUNDS=1 tools/ab-bench.sh build/dkb build/dkb,build/dkb %s fixtures/decode/dk128-dv64.json "
+             "-- --no-roofline > /dev/null 2>&1; cd %s && ls -d base-1 new-1 new2-1 new3-1 compare-1.txt compare2-1.txt "
+             "2>&1; ls -tr base-1.log new-1.log new2-1.log | tr '\\n' ' '; grep -c 'new2-1/bench.json' compare2-1.txt",
+         dir, dir, dir);
+  assert_string_equal(r.out, "ls: cannot access 'new3-1': No such file or directory\nbase-1\ncompare-1.txt\n"
+                             "compare2-1.txt\nnew-1\nnew2-1\nbase-1.log new-1.log new2-1.log 1\n");
+  run_result_release(&r);
+  run_sh(&r, "tools/ab-bench.sh build/dkb build/dkb, %s x.json; echo rc=$?", dir);
+  assert_string_equal(r.out, "rc=2\n");
+  assert_non_null(strstr(r.err, "tools/ab-bench.sh:  is not an executable dkb\n"));
+  run_result_release(&r);
+}
+
 /* --json: the same verdicts as the table, in a report valid against schemas/compare-report.schema.json. */
 static void compare_json_report_is_schema_valid(void **s) {
   (void)s;
@@ -540,7 +561,7 @@ static void compare_of_a_fresh_bench_run_with_itself(void **s) {
   run_result_release(&r);
 }
 
-DKB_TEST_GROUP(compare, cmocka_unit_test(ab_bench_alternates_two_builds_and_compares_each_round), cmocka_unit_test(bench_says_why_a_case_has_no_figure), cmocka_unit_test(compare_of_a_fresh_bench_run_with_itself), cmocka_unit_test(compare_json_report_is_schema_valid), cmocka_unit_test(compare_calls_a_run_the_same_as_itself),
+DKB_TEST_GROUP(compare, cmocka_unit_test(ab_bench_alternates_two_builds_and_compares_each_round), cmocka_unit_test(ab_bench_runs_every_new_arm_after_the_base), cmocka_unit_test(bench_says_why_a_case_has_no_figure), cmocka_unit_test(compare_of_a_fresh_bench_run_with_itself), cmocka_unit_test(compare_json_report_is_schema_valid), cmocka_unit_test(compare_calls_a_run_the_same_as_itself),
                cmocka_unit_test(compare_flags_a_case_slower_beyond_its_noise), cmocka_unit_test(compare_band_has_a_floor),
                cmocka_unit_test(compare_says_when_a_case_ran_slowed),
                cmocka_unit_test(compare_judges_level_6_cases_of_the_same_call), cmocka_unit_test(compare_names_the_devices),
