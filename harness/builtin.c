@@ -7,6 +7,7 @@
  * (scratch: dkb poisons them), the fused combine's arrival counters (zero before the first launch, the
  * kernel resets its own) and the FlashMask arrays (persistent). */
 #include "harness/builtin.h"
+#include "harness/device.h"
 #include "harness/plan.h"
 #include "kernels/decode.h"
 #include "lib/cjson.h"
@@ -241,14 +242,16 @@ static size_t mask_layout(const struct decode_call *c, const struct decode_input
   return regions(sz, 7, off);
 }
 
-struct plan_opts builtin_plan_opts(const struct decode_call *c, int sm_count, int ask_device) {
+struct plan_opts builtin_plan_opts(const struct decode_call *c, int sm_count, int device) {
   const int rows = (c->H_q / c->H_kv) * c->C;
   const int tile = dkb_decode_tile_tokens(c->dtype, c->dk, c->dv, rows);
   struct plan_opts po = {tile > 0 ? tile : 64, sm_count, 0, dkb_decode_wave_ctas(c->dtype, c->dk, c->dv, rows),
                          dkb_decode_hp_max(c->dtype, c->dk, c->dv, rows, c->H_kv, c->mask_kind, c->layout, (int)c->page_size),
-                         dkb_decode_three_room(c->dtype, c->dk, c->dv, rows)};
-  if (ask_device) po.ctas_per_sm = dkb_decode_occupancy(c->dtype, c->dk, c->dv, rows);
-  if (ask_device && po.three_room && dkb_decode_three_occupancy(c->dtype, c->dk, c->dv, rows) < 3) po.three_room = 0;
+                         dkb_decode_three_room(c->dtype, c->dk, c->dv, rows), 0};
+  if (device < 0) return po;
+  po.ctas_per_sm = dkb_decode_occupancy(c->dtype, c->dk, c->dv, rows);
+  if (po.three_room && dkb_decode_three_occupancy(c->dtype, c->dk, c->dv, rows) < 3) po.three_room = 0;
+  po.dram_bytes_per_s = dkb_device_dram_bytes_per_s(device);
   return po;
 }
 
@@ -261,7 +264,7 @@ static int builtin_plan(const struct dkb_backend *self, const struct dkb_call *c
   s->ctx = ctx;
   s->family = caps_of(self)->family;
   for (int i = 0; i < WS_N; i++) s->ws_index[i] = -1;
-  const struct plan_opts po = builtin_plan_opts(c, call->sm_count, ctx->gpu && s->family == DKB_FAMILY_SPLIT_KV);
+  const struct plan_opts po = builtin_plan_opts(c, call->sm_count, ctx->gpu && s->family == DKB_FAMILY_SPLIT_KV ? call->device : -1);
   struct dkb_err e;
   dkb_err_clear(&e);
   if (plan_build(c, in, &po, &s->pl, &e)) {

@@ -8,8 +8,9 @@
 #include "kernels/decode.h"
 
 /* The planner's options for dkb's split-KV kernels on call c (tile, wave) over sm_count SMs (0: none);
- * ask_device: also the resident CTAs per SM (dkb_decode_occupancy), only where a device runs the kernels. */
-struct plan_opts builtin_plan_opts(const struct decode_call *c, int sm_count, int ask_device);
+ * device: the ordinal of the device that runs the kernels, whose resident CTAs per SM (dkb_decode_occupancy)
+ * and DRAM rate the plan then counts; -1 where none runs them. */
+struct plan_opts builtin_plan_opts(const struct decode_call *c, int sm_count, int device);
 
 /* Copies the two tables into out with user = ctx. */
 void builtin_tables(struct dkb_backend out[2], struct builtin_ctx *ctx);

@@ -46,6 +46,10 @@ static int attr_or_zero(enum cudaDeviceAttr a, int dev) {
   return v;
 }
 
+double dkb_device_dram_bytes_per_s(int ordinal) {
+  return 1e3 * attr_or_zero(cudaDevAttrMemoryClockRate, ordinal) * 2.0 * attr_or_zero(cudaDevAttrGlobalMemoryBusWidth, ordinal) / 8.0;
+}
+
 int dkb_device_probe(int ordinal, struct dkb_device_info *out, struct dkb_err *err) {
   int rc = -1;
   struct cudaDeviceProp p;

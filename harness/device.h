@@ -45,6 +45,10 @@ int dkb_device_probe(int ordinal, struct dkb_device_info *out, struct dkb_err *e
 /* The bundle's "device" object: {"status": "available", ...fields} or {"status": "unavailable",
  * "reason": ..., "driver_version", "runtime_version", "device_count"}. New reference. */
 json_t *dkb_device_json(const struct dkb_device_info *d);
+/* The peak DRAM rate of device `ordinal` in bytes a second, from the memory clock and bus width the bundle
+ * records (two transfers a clock: an H200 3.201 GHz x 6016 bits = 4.815 TB/s, an H100 80GB HBM3 2.619 GHz x
+ * 5120 bits = 3.352 TB/s); 0 when either is unreported. */
+double dkb_device_dram_bytes_per_s(int ordinal);
 /* "13.0" from 13000; buf needs 16 bytes. */
 void dkb_device_version_text(int version, char buf[16]);
 

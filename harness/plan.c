@@ -125,17 +125,27 @@ static int plan_heads(const struct decode_call *c, const struct plan_opts *o, co
   return 1;
 }
 
-/* A direct plan of at least kThreeMinCtas one-head CTAs a slot of three an SM runs on the producer built for
- * three CTAs an SM (d = 128), whose CTAs overlap more of each other's ends: on H100s, B512 T256 (4096 CTAs,
- * 10.3 a slot) 2.2-2.8 % faster contiguous and 2.9 % in 16-key pages than four heads a CTA at two an SM, where
- * B256 T512 (5.2 a slot) ran up to 1.8 % slower on it and B128 T1024 (2.6) 2.5 % (docs/kernels.md, "Three
- * CTAs an SM for many CTAs"). Only where every item's page list fits the producer's shared memory
- * (plan_opts three_room, 0 where there is no such producer or the device holds fewer than three of it). */
-enum { kThreeMinCtas = 8 };
+/* One-head CTAs of a direct plan at three an SM, on the producer built for three (d = 128), overlap more of
+ * each other's ends (at B512 T256 on the H200 a CTA waits 3.5 us for its first tile and spends 1.2 us after
+ * its last), which pays where a CTA streams briefly against them: where its mean K/V bytes at the device's
+ * peak DRAM rate, shared by two CTAs on each SM, take at most kThreeMaxStreamUs, and each slot of three runs
+ * at least kThreeMinCtas CTAs in turn. Against two an SM (four heads or one a CTA): B512 T256 (128 KiB a CTA,
+ * 10.3 a slot) faster on an H100 (10.3 us: 2.2-2.9 %) and on the H200 (7.2 us: 8.4 % contiguous, 3.2 % in
+ * 16-key pages); B256 T512 GQA 4 contiguous (256 KiB, 5.2 a slot) faster on the H200 (14.4 us: 1.5-2.0 %) and
+ * slower on an H100 (20.6 us: up to 1.8 %); B128 T1024 (2.6 a slot, 41 us) 2.5 % slower on an H100
+ * (docs/kernels.md, "Three CTAs an SM for many CTAs"). The limit lies between the two B256 streams; no plan
+ * under 4 a slot with a short stream was measured. Only where every item's page list fits the producer's
+ * shared memory (plan_opts three_room, 0 where there is no such producer or the device holds fewer than
+ * three of it). */
+enum { kThreeMinCtas = 4 };
+static const double kThreeMaxStreamUs = 17.0, kH100DramBytesPerS = 3.352e12;
 static int plan_three(const struct decode_call *c, const struct plan_opts *o, const struct decode_plan *p) {
-  if (o->three_room <= 0 || !p->direct || p->fused || p->cluster > 1) return 0;
-  const int64_t slots = (int64_t)plan_sms(o) * 3;
-  return (int64_t)p->n_items * c->H_kv >= kThreeMinCtas * slots && p->max_item_pages <= o->three_room;
+  if (o->three_room <= 0 || !p->direct || p->fused || p->cluster > 1 || p->max_item_pages > o->three_room) return 0;
+  const int64_t ctas = (int64_t)p->n_items * c->H_kv;
+  if (ctas < kThreeMinCtas * (int64_t)plan_sms(o) * 3) return 0;
+  const double rate = o->dram_bytes_per_s > 0 ? o->dram_bytes_per_s : kH100DramBytesPerS;
+  const double cta_bytes = (double)plan_visible_kv_bytes(c, p) / (double)ctas;
+  return cta_bytes / (rate / (2.0 * plan_sms(o))) * 1e6 <= kThreeMaxStreamUs;
 }
 
 static int64_t max_item_pages(const struct decode_call *c, const struct decode_plan *p) {

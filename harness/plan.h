@@ -31,6 +31,8 @@ struct plan_opts {
                        * 0: 1 */
   int three_room;     /* the page ids of an item the one-head producer built for three CTAs an SM holds
                        * (dkb_decode_three_room); 0: there is none, or the device asked holds fewer than three */
+  double dram_bytes_per_s; /* the device's peak DRAM rate (dkb_device_dram_bytes_per_s); 0 when no device was
+                            * asked: plan.c then plans for an H100's 3.35 TB/s */
 };
 
 struct decode_plan {

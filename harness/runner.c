@@ -173,7 +173,8 @@ static int stage_dispatch(struct run *r, struct dkb_err *err) {
   const int sms = r->gpu ? r->dev.dev.sm_count : 0;
   r->sel = backends_admit(r->set, c, r->cc, sms, r->ba);
   /* dkb's planner over the call gives the tile classes and the visible bytes, whichever backend runs */
-  const struct plan_opts po = builtin_plan_opts(c, sms, r->gpu && r->sel && !strcmp(r->sel->t->name, "dkb_split_kv"));
+  const struct plan_opts po =
+      builtin_plan_opts(c, sms, r->gpu && r->sel && !strcmp(r->sel->t->name, "dkb_split_kv") ? r->dev.dev.ordinal : -1);
   if (plan_build(c, &r->in, &po, &r->ref, err)) return -1;
   memcpy(res->tiles, r->ref.tiles, sizeof res->tiles);
   /* what people read as "split": the policy's S of dkb's plan, else the selected backend's own (below) */

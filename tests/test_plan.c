@@ -27,7 +27,7 @@ static void plan_items_cover_visible_keys_exactly(void **s) {
     struct decode_plan pl;
     struct dkb_err e;
     assert_int_equal(decode_call_load(fx[f], &c, &e), 0);
-    struct plan_opts po = builtin_plan_opts(&c, 132, 0);
+    struct plan_opts po = builtin_plan_opts(&c, 132, -1);
     assert_true(po.tile_tokens > 0);
     po.ctas_per_sm = 2;
     const int tile = po.tile_tokens;
@@ -170,30 +170,36 @@ static void direct_plans_take_the_most_kv_heads_a_cta_whose_grid_still_fills_the
   }
 }
 
-/* A direct plan of at least 8 one-head CTAs a slot of three an SM (132 SMs x 3: 3168) runs them one head a CTA
- * on the producer built for three CTAs an SM (d = 128), contiguous and paged: B512 T256 (4096 CTAs, 10.3 a
- * slot) and the two `three-per-sm-*` fixtures (3200, 8.1). Fewer (B256 T512: 2048, B128 T1024: 1024) keep
- * the heads rule, as do split plans, other head dims (no such producer) and a paged plan whose item's page
- * list outgrows the producer's shared memory. The plan says which (three_ctas_per_sm). */
-static void direct_plans_of_many_ctas_a_slot_run_three_one_head_ctas_an_sm(void **s) {
+/* A direct plan of at least 4 one-head CTAs a slot of three an SM (132 SMs x 3: 396 slots) whose CTA streams its
+ * K/V in at most 17 us at two an SM runs them one head a CTA on the producer built for three CTAs an SM (d = 128),
+ * contiguous and paged. Planned without a device (an H100's 3.352 TB/s): B512 T256 (4096 CTAs, 128 KiB each:
+ * 10.3 us) and the two `three-per-sm-*` fixtures (3200, 8.1 a slot); B256 T512 (2048 CTAs, 5.2 a slot, 256 KiB:
+ * 20.6 us) keeps the heads rule. On an H200 (4.815 TB/s) B256 T512 streams in 14.4 us and takes three; B128
+ * T1024 (1024 CTAs, 2.6 a slot) does on neither, nor do split plans, other head dims (no such producer) and a
+ * paged plan whose item's page list outgrows the producer's shared memory. The plan says which
+ * (three_ctas_per_sm). */
+static void direct_plans_of_many_short_ctas_run_three_one_head_ctas_an_sm(void **s) {
   (void)s;
-  struct { const char *path; int room, three, heads; } cases[] = {
-      {"fixtures/bench/b512-t256-g4-contig.json", -1, 1, 1},   {"fixtures/bench/b512-t256-g8-paged16.json", -1, 1, 1},
-      {"fixtures/bench/b256-t512-g4-contig.json", -1, 0, 1},   {"fixtures/bench/b256-t512-g8-paged16.json", -1, 0, 4},
-      {"fixtures/decode/three-per-sm-paged-p16.json", -1, 1, 1}, {"fixtures/decode/three-per-sm-ragged-fp16-g8.json", -1, 1, 1},
-      {"fixtures/bench/b128-t1024-g8-contig.json", -1, 0, 4},  {"fixtures/bench/b64-t2048-g4-contig.json", -1, 0, 1},
-      {"fixtures/bench/b16-t8192-g4-contig.json", -1, 0, 1},   {"fixtures/bench/b64-t2048-g4-d64-contig.json", -1, 0, 2},
+  const double h200 = 4.815e12;
+  struct { const char *path; int room; double rate; int three, heads; } cases[] = {
+      {"fixtures/bench/b512-t256-g4-contig.json", -1, 0, 1, 1},   {"fixtures/bench/b512-t256-g8-paged16.json", -1, 0, 1, 1},
+      {"fixtures/bench/b256-t512-g4-contig.json", -1, 0, 0, 1},   {"fixtures/bench/b256-t512-g8-paged16.json", -1, 0, 0, 4},
+      {"fixtures/bench/b256-t512-g4-contig.json", -1, h200, 1, 1}, {"fixtures/bench/b256-t512-g8-paged16.json", -1, h200, 1, 1},
+      {"fixtures/decode/three-per-sm-paged-p16.json", -1, 0, 1, 1}, {"fixtures/decode/three-per-sm-ragged-fp16-g8.json", -1, 0, 1, 1},
+      {"fixtures/bench/b128-t1024-g8-contig.json", -1, 0, 0, 4},  {"fixtures/bench/b128-t1024-g8-contig.json", -1, h200, 0, 4},
+      {"fixtures/bench/b64-t2048-g4-contig.json", -1, h200, 0, 1}, {"fixtures/bench/b16-t8192-g4-contig.json", -1, h200, 0, 1},
+      {"fixtures/bench/b64-t2048-g4-d64-contig.json", -1, 0, 0, 2},
       /* 16 pages an item against a room of 16 and of 15 ids */
-      {"fixtures/bench/b512-t256-g4-paged16.json", 16, 1, 1},  {"fixtures/bench/b512-t256-g4-paged16.json", 15, 0, 4},
-      {"fixtures/bench/b512-t256-g8-contig.json", 0, 0, 4}};
+      {"fixtures/bench/b512-t256-g4-paged16.json", 16, 0, 1, 1},  {"fixtures/bench/b512-t256-g4-paged16.json", 15, 0, 0, 4},
+      {"fixtures/bench/b512-t256-g8-contig.json", 0, 0, 0, 4}};
   for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
     struct decode_call c;
     struct decode_inputs in;
     struct decode_plan pl;
-    plan_fixture_room(cases[k].path, 2, cases[k].room, &c, &in, &pl);
+    plan_fixture_room(cases[k].path, 2, cases[k].room, cases[k].rate, &c, &in, &pl);
     if (pl.three != cases[k].three || pl.kv_heads_per_cta != cases[k].heads)
-      fail_msg("%s (room %d): three CTAs an SM %d, %d K/V heads a CTA; want %d, %d", cases[k].path, cases[k].room, pl.three,
-               pl.kv_heads_per_cta, cases[k].three, cases[k].heads);
+      fail_msg("%s (room %d, %.3g B/s): three CTAs an SM %d, %d K/V heads a CTA; want %d, %d", cases[k].path, cases[k].room,
+               cases[k].rate, pl.three, pl.kv_heads_per_cta, cases[k].three, cases[k].heads);
     if (pl.three) assert_true(pl.direct && !pl.fused && !pl.cluster);
     json_t *j = plan_json(&c, &pl);
     assert_int_equal(json_is_true(json_object_get(j, "three_ctas_per_sm")), pl.three);
@@ -380,7 +386,7 @@ static void gpu_tensor_core_producers_run_the_ctas_per_sm_the_planner_counts(voi
 DKB_TEST_GROUP(plan, cmocka_unit_test(plan_items_cover_visible_keys_exactly),
                cmocka_unit_test(plan_counts_tile_classes_as_counted_by_hand),
                cmocka_unit_test(direct_plans_take_the_most_kv_heads_a_cta_whose_grid_still_fills_the_device),
-               cmocka_unit_test(direct_plans_of_many_ctas_a_slot_run_three_one_head_ctas_an_sm),
+               cmocka_unit_test(direct_plans_of_many_short_ctas_run_three_one_head_ctas_an_sm),
                cmocka_unit_test(kernels_admit_four_kv_heads_at_d128_and_two_wherever_four_are),
                cmocka_unit_test(auto_split_minimizes_the_lpt_makespan),
                cmocka_unit_test(auto_split_wave_counts_the_ctas_the_producers_are_built_for),

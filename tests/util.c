@@ -131,21 +131,22 @@ void release_planned(struct decode_call *c, struct decode_inputs *in, struct dec
 
 /* Plans the fixture at path as the runner does on 132 SMs with `resident` producer CTAs per SM and, unless
  * three_room is negative, that room in the producer built for three CTAs an SM. */
-void plan_fixture_room(const char *path, int resident, int three_room, struct decode_call *c, struct decode_inputs *in,
-                       struct decode_plan *pl) {
+void plan_fixture_room(const char *path, int resident, int three_room, double dram_bytes_per_s, struct decode_call *c,
+                       struct decode_inputs *in, struct decode_plan *pl) {
   struct dkb_err e;
   if (decode_call_load(path, c, &e)) fail_msg("%s: %s", path, e.msg);
-  struct plan_opts po = builtin_plan_opts(c, 132, 0);
+  struct plan_opts po = builtin_plan_opts(c, 132, -1);
   assert_true(po.tile_tokens > 0);
   po.ctas_per_sm = resident;
   if (three_room >= 0) po.three_room = three_room;
+  po.dram_bytes_per_s = dram_bytes_per_s;
   if (inputs_build(c, po.tile_tokens, in, &e)) fail_msg("%s: %s", path, e.msg);
   if (plan_build(c, in, &po, pl, &e)) fail_msg("%s: %s", path, e.msg);
 }
 
 void plan_fixture_resident(const char *path, int resident, struct decode_call *c, struct decode_inputs *in,
                            struct decode_plan *pl) {
-  plan_fixture_room(path, resident, -1, c, in, pl);
+  plan_fixture_room(path, resident, -1, 0, c, in, pl);
 }
 
 /* Plans the fixture at path as the runner does (132 SMs, 2 CTAs per SM resident). */

@@ -60,9 +60,9 @@ struct decode_plan;
 void plan_fixture_resident(const char *path, int resident, struct decode_call *c, struct decode_inputs *in,
                            struct decode_plan *pl);
 /* The same with room for `three_room` page ids in the producer built for three CTAs an SM (0: none; negative:
- * the build's, dkb_decode_three_room). */
-void plan_fixture_room(const char *path, int resident, int three_room, struct decode_call *c, struct decode_inputs *in,
-                       struct decode_plan *pl);
+ * the build's, dkb_decode_three_room) on a device of that peak DRAM rate (0: none asked). */
+void plan_fixture_room(const char *path, int resident, int three_room, double dram_bytes_per_s, struct decode_call *c,
+                       struct decode_inputs *in, struct decode_plan *pl);
 /* The same at 2 CTAs per SM resident (the d = 128 producers on the H200). */
 void plan_fixture(const char *path, struct decode_call *c, struct decode_inputs *in, struct decode_plan *pl);
 /* Releases a planned fixture: its plan, inputs and call. */
