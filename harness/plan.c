@@ -127,22 +127,23 @@ static int plan_heads(const struct decode_call *c, const struct plan_opts *o, co
 
 /* One-head CTAs of a direct plan at three an SM, on the producer built for three (d = 128), overlap more of
  * each other's ends (at B512 T256 on the H200 a CTA waits 3.5 us for its first tile and spends 1.2 us after
- * its last), which pays where a CTA streams briefly against them: where its mean K/V bytes at the device's
- * peak DRAM rate, shared by two CTAs on each SM, take at most kThreeMaxStreamUs, and each slot of three runs
- * at least kThreeMinCtas CTAs in turn. Against two an SM (four heads or one a CTA): B512 T256 (128 KiB a CTA,
- * 10.3 a slot) faster on an H100 (10.3 us: 2.2-2.9 %) and on the H200 (7.2 us: 8.4 % contiguous, 3.2 % in
- * 16-key pages); B256 T512 GQA 4 contiguous (256 KiB, 5.2 a slot) faster on the H200 (14.4 us: 1.5-2.0 %) and
- * slower on an H100 (20.6 us: up to 1.8 %); B128 T1024 (2.6 a slot, 41 us) 2.5 % slower on an H100
- * (docs/kernels.md, "Three CTAs an SM for many CTAs"). The limit lies between the two B256 streams; no plan
- * under 4 a slot with a short stream was measured. Only where every item's page list fits the producer's
- * shared memory (plan_opts three_room, 0 where there is no such producer or the device holds fewer than
- * three of it). */
-enum { kThreeMinCtas = 4 };
+ * its last). Against two an SM (four heads or one a CTA), measured (docs/kernels.md, "Three CTAs an SM for
+ * many CTAs"): at 10.3 CTAs a slot of three (B512 T256) faster on an H100 (2.2-2.9 %) and on the H200 (8.4 %
+ * contiguous, 3.2 % in 16-key pages); at 5.2 (B256 T512) contiguous calls faster on the H200 (1.6-3.0 %) and
+ * slower on an H100 (up to 1.8 %), 16-key pages slower on both (H200 2.6-4.0 %, H100 0.3-1.7 %: their four heads'
+ * fewer ends pay more); at 2.6 (B128 T1024) 2.5 % slower on an H100. So a plan of at least kThreeMinCtas a slot
+ * takes three, and a contiguous NHD one of at least kThreeMinShortCtas where its CTA streams briefly against
+ * its ends: its mean K/V bytes, at the device's peak DRAM rate shared by two CTAs on each SM, take at most
+ * kThreeMaxStreamUs (B256 T512's 256 KiB: 14.4 us on the H200, 20.6 on an H100). Only where every item's page
+ * list fits the producer's shared memory (plan_opts three_room, 0 where there is no such producer or the
+ * device holds fewer than three of it). */
+enum { kThreeMinCtas = 8, kThreeMinShortCtas = 4 };
 static const double kThreeMaxStreamUs = 17.0, kH100DramBytesPerS = 3.352e12;
 static int plan_three(const struct decode_call *c, const struct plan_opts *o, const struct decode_plan *p) {
   if (o->three_room <= 0 || !p->direct || p->fused || p->cluster > 1 || p->max_item_pages > o->three_room) return 0;
-  const int64_t ctas = (int64_t)p->n_items * c->H_kv;
-  if (ctas < kThreeMinCtas * (int64_t)plan_sms(o) * 3) return 0;
+  const int64_t ctas = (int64_t)p->n_items * c->H_kv, slots = (int64_t)plan_sms(o) * 3;
+  if (ctas >= kThreeMinCtas * slots) return 1;
+  if (c->layout != KV_CONTIG_NHD || ctas < kThreeMinShortCtas * slots) return 0;
   const double rate = o->dram_bytes_per_s > 0 ? o->dram_bytes_per_s : kH100DramBytesPerS;
   const double cta_bytes = (double)plan_visible_kv_bytes(c, p) / (double)ctas;
   return cta_bytes / (rate / (2.0 * plan_sms(o))) * 1e6 <= kThreeMaxStreamUs;
