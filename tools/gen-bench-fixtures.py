@@ -41,7 +41,7 @@ def cases():
     # No target: how much of the paged cost is the page order (the others use the default, shuffled pool)
     yield fx("b16-t8192-g4-paged16-sequential", "B16 T8192 paged, pool pages in logical order: the page-order share of the paged cost.",
              {"count": 16, "kv_len": 8192}, 32, 8, "paged_nhd", page_order="sequential")
-    # ... and of three serving shapes' (not in serving.json)
+    # ... and of four serving shapes' (not in serving.json)
     short = {"count": 64, "kv_len": 2048}
     yield fx("b64-t2048-g4-paged16-sequential", "B=64, T=2048 paged, pool pages in logical order: the page-order share.",
              short, 32, 8, "paged_nhd", page_order="sequential")
@@ -49,6 +49,8 @@ def cases():
              {"count": 128, "kv_len": 1024}, 64, 8, "paged_nhd", page_order="sequential")
     yield fx("b64-t2048-g4-d64-paged16-sequential", "B=64, T=2048, d=64 paged, pool pages in logical order: the page-order "
              "share.", short, 64, 16, "paged_nhd", page_order="sequential", d=64)
+    yield fx("b512-t256-g4-paged16-sequential", "B=512, T=256 paged, pool pages in logical order: the page-order share.",
+             {"count": 512, "kv_len": 256}, 32, 8, "paged_nhd", page_order="sequential")
     # ... and the caches whose whole tiles take cp.async, not TMA boxes: pages under 8 keys, HND layouts,
     # and 1-key pages at the serving shapes' other head dims (docs/kernels.md, "Tile pipeline")
     yield fx("b64-t2048-g4-paged4", "B=64, T=2048 in 4-key pages: cp.async tiles.", short, 32, 8, "paged_nhd", page_size=4)
