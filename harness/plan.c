@@ -128,15 +128,15 @@ static int plan_heads(const struct decode_call *c, const struct plan_opts *o, co
 /* One-head CTAs of a direct plan at three an SM, on the producer built for three (d = 128), overlap more of
  * each other's ends (at B512 T256 on the H200 a CTA waits 3.5 us for its first tile and spends 1.2 us after
  * its last). Against two an SM (four heads or one a CTA), measured (docs/kernels.md, "Three CTAs an SM for
- * many CTAs"): at 10.3 CTAs a slot of three (B512 T256) faster on an H100 (2.2-2.9 %) and on the H200 (8.4 %
- * contiguous, 3.2 % in 16-key pages); at 5.2 (B256 T512) contiguous calls faster on the H200 (1.6-3.0 %) and
- * slower on an H100 (up to 1.8 %), 16-key pages slower on both (H200 2.6-4.0 %, H100 0.3-1.7 %: their four heads'
- * fewer ends pay more); at 2.6 (B128 T1024) 2.5 % slower on an H100. So a plan of at least kThreeMinCtas a slot
- * takes three, and a contiguous NHD one of at least kThreeMinShortCtas where its CTA streams briefly against
- * its ends: its mean K/V bytes, at the device's peak DRAM rate shared by two CTAs on each SM, take at most
- * kThreeMaxStreamUs (B256 T512's 256 KiB: 14.4 us on the H200, 20.6 on an H100). Only where every item's page
- * list fits the producer's shared memory (plan_opts three_room, 0 where there is no such producer or the
- * device holds fewer than three of it). */
+ * many CTAs"): at 10.3 CTAs a slot of three (B512 T256) faster on an H100 (2.2-2.9 %) and on the H200 (7.8 %
+ * contiguous, 3.1 % in 16-key pages); at 5.2 (B256 T512) contiguous calls faster on the H200 (1.5-3.0 %, GQA 8
+ * the same on one of two instances) and slower on an H100 (up to 1.8 %), 16-key pages slower on both (H200
+ * 2.6-4.0 %, H100 0.3-1.7 %: their four heads' fewer ends pay more); at 2.6 (B128 T1024) 2.5 % slower on an
+ * H100. So a plan of at least kThreeMinCtas a slot takes three, and a contiguous NHD one of at least
+ * kThreeMinShortCtas where its CTA streams briefly against its ends: its mean K/V bytes, at the device's peak
+ * DRAM rate shared by two CTAs on each SM, take at most kThreeMaxStreamUs (B256 T512's 256 KiB: 14.4 us on the
+ * H200, 20.6 on an H100). Only where every item's page list fits the producer's shared memory (plan_opts
+ * three_room, 0 where there is no such producer or the device holds fewer than three of it). */
 enum { kThreeMinCtas = 8, kThreeMinShortCtas = 4 };
 static const double kThreeMaxStreamUs = 17.0, kH100DramBytesPerS = 3.352e12;
 static int plan_three(const struct decode_call *c, const struct plan_opts *o, const struct decode_plan *p) {
