@@ -15,12 +15,15 @@
 set -u
 [ $# -ge 4 ] || { echo "usage: [ROUNDS=n] tools/ab-bench.sh BASE_DKB NEW_DKB[,NEW_DKB...] DIR FIXTURE... [-- bench arguments...]" >&2; exit 2; }
 A=$1; ARMS=$2; D=$3; shift 3
-# arm i (1 .. n): its name (new, new2, ...) and its dkb, the i-th of the comma-separated list
+# arm i: its name and its dkb: 0 the base, 1 .. n (new, new2, ...) the i-th of the comma-separated list
 n=$(($(printf %s "$ARMS" | tr -cd , | wc -c) + 1))
-arm() { bin=$(printf '%s\n' "$ARMS" | cut -d, -f"$1"); if [ "$1" -eq 1 ]; then name=new; else name=new$1; fi; }
+arm() {
+  if [ "$1" -eq 0 ]; then bin=$A; name=base; return; fi
+  bin=$(printf '%s\n' "$ARMS" | cut -d, -f"$1"); if [ "$1" -eq 1 ]; then name=new; else name=new$1; fi
+}
 k=0
 while [ $k -le $n ]; do
-  if [ $k -eq 0 ]; then bin=$A; else arm $k; fi
+  arm $k
   [ -x "$bin" ] || { echo "tools/ab-bench.sh: $bin is not an executable dkb" >&2; exit 2; }
   k=$((k + 1))
 done
@@ -34,7 +37,7 @@ r=1
 while [ "$r" -le "${ROUNDS:-2}" ]; do
   k=0
   while [ $k -le $n ]; do
-    if [ $k -eq 0 ]; then bin=$A; name=base; else arm $k; fi
+    arm $k
     # shellcheck disable=SC2086  # FX is a list of paths
     "$bin" bench $FX -o "$D/$name-$r" "$@" > "$D/$name-$r.log" 2>&1
     [ -f "$D/$name-$r/bench.json" ] || { echo "tools/ab-bench.sh: $bin bench wrote no bench.json (see $D/$name-$r.log)" >&2; exit 2; }
