@@ -51,12 +51,13 @@ def cases():
              "share.", short, 64, 16, "paged_nhd", page_order="sequential", d=64)
     yield fx("b512-t256-g4-paged16-sequential", "B=512, T=256 paged, pool pages in logical order: the page-order share.",
              {"count": 512, "kv_len": 256}, 32, 8, "paged_nhd", page_order="sequential")
-    # ... and B512's by page size: 256-key pages hold one request each, so in order they are contiguous's addresses
+    # ... and B512's by page size: a 256-key page holds one request, so in order they lay K/V out as contiguous does
     for ps in (64, 256):
-        for order, what in (("shuffled", "shuffled pool"), ("sequential", "pool pages in logical order")):
-            yield fx(f"b512-t256-g4-paged{ps}" + ("-sequential" if order == "sequential" else ""),
+        for seq in (False, True):
+            what = "pool pages in logical order" if seq else "shuffled pool"
+            yield fx(f"b512-t256-g4-paged{ps}" + ("-sequential" if seq else ""),
                      f"B=512, T=256 in {ps}-key pages, {what}: the page-size share.", {"count": 512, "kv_len": 256}, 32, 8,
-                     "paged_nhd", page_order=order if order == "sequential" else None, page_size=ps)
+                     "paged_nhd", page_order="sequential" if seq else None, page_size=ps)
     # ... and the caches whose whole tiles take cp.async, not TMA boxes: pages under 8 keys, HND layouts,
     # and 1-key pages at the serving shapes' other head dims (docs/kernels.md, "Tile pipeline")
     yield fx("b64-t2048-g4-paged4", "B=64, T=2048 in 4-key pages: cp.async tiles.", short, 32, 8, "paged_nhd", page_size=4)
