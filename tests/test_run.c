@@ -465,6 +465,27 @@ static void ncu_summary_shares_a_profiles_stalls_by_reason_and_instruction(void 
   run_result_release(&r);
 }
 
+/* tools/timeline-summary.py (docs/profiles/timeline-*) parts a launch's CTAs into those that entered with it and
+ * the later ones, and gives each part's phase medians and mean lifetime, entry to exit: the later CTAs' lifetime
+ * is what a call of many CTAs a slot pays per CTA (docs/kernels.md, "A B512 CTA's lifetime"). Two SMs, two CTAs
+ * each; the later pair lives 5 and 6 us. */
+static void timeline_summary_gives_the_later_ctas_mean_lifetime(void **s) {
+  (void)s;
+  static const char csv[] = "0,1000000,1001000,1003000,1004000,0,0\n1,1000000,1002000,1005000,1006000,1,0\n"
+                            "2,1004000,1005000,1008000,1009000,0,0\n3,1006000,1008000,1010000,1012000,1,0\n";
+  struct run_result r;
+  run_sh(&r, "/usr/bin/python3 tools/timeline-summary.py %s", tmp_file("tl.csv", csv));
+  assert_int_equal(r.rc, 0);
+  static const char *want[] = {
+      "4 CTAs, span 12.00 us",
+      "at launch     2 CTAs: entry -> first tile p50 2.00 us, loop p50 3.00, epilogue p50 1.00, entry -> exit mean 5.00\n",
+      "later         2 CTAs: entry -> first tile p50 2.00 us, loop p50 3.00, epilogue p50 2.00, entry -> exit mean 5.50\n",
+      "exit -> the SM's next first tile: p10/p50/p90 1.00/2.00/2.00 us\n"};
+  for (size_t i = 0; i < sizeof want / sizeof want[0]; i++)
+    if (!strstr(r.out, want[i])) fail_msg("missing %s in\n%s%s", want[i], r.out, r.err);
+  run_result_release(&r);
+}
+
 /* The verdict tools/budgets.py printed for one budget: the rest of the line that starts with name. */
 static void assert_budget(const char *out, const char *name, const char *verdict) {
   char key[64];
@@ -529,6 +550,7 @@ DKB_TEST_GROUP(run, cmocka_unit_test(decode_fixtures_are_schema_valid_and_load),
                cmocka_unit_test(split_policy_does_not_change_the_reference),
                cmocka_unit_test(sass_check_flags_an_unwritten_copy_descriptor),
                cmocka_unit_test(ncu_summary_shares_a_profiles_stalls_by_reason_and_instruction),
+               cmocka_unit_test(timeline_summary_gives_the_later_ctas_mean_lifetime),
                cmocka_unit_test(budgets_judge_peak_memory_and_wall_time_of_real_runs),
                cmocka_unit_test(gpu_every_decode_fixture_reaches_level_6), cmocka_unit_test(gpu_split_k_agrees_with_split_1),
                cmocka_unit_test(gpu_tma_tiles_match_cp_async_tiles_bit_for_bit),

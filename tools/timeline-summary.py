@@ -4,7 +4,8 @@ call's time goes (docs/profiles/timeline-553bbaa/: the instrumentation patch and
 
 Each CSV row is one CTA: index, entry, first tile arrived (thread 0 past its first wait), loop end, exit
 (globaltimer ns), SM id. Prints, per file: the span from the first entry to the last exit; entry -> first
-tile, loop and epilogue medians for the CTAs that started with the launch and for the later ones; the
+tile, loop and epilogue medians and the mean lifetime (entry -> exit) for the CTAs that started with the
+launch and for the later ones (where CTAs a slot run in turn, the later ones' lifetime is the call's cost); the
 time from a CTA's exit to its SM's next CTA's first tile; for a one-wave launch the spread of the SMs'
 mean loop times and how far two CTAs of one SM differ; and, every 2 us over the last 20 us, how many SMs
 and CTAs are between entry and loop end (streaming), which is where the call ends below the DRAM's rate.
@@ -28,7 +29,8 @@ def summary(path):
     for name, s in (("at launch", [x for x in r if x[1] - t0 < 500]), ("later", later)):
         if s:
             print(f"  {name:9s} {len(s):5d} CTAs: entry -> first tile p50 {q([(x[2] - x[1]) / 1e3 for x in s], .5):.2f} us,"
-                  f" loop p50 {q([(x[3] - x[2]) / 1e3 for x in s], .5):.2f}, epilogue p50 {q([(x[4] - x[3]) / 1e3 for x in s], .5):.2f}")
+                  f" loop p50 {q([(x[3] - x[2]) / 1e3 for x in s], .5):.2f}, epilogue p50 {q([(x[4] - x[3]) / 1e3 for x in s], .5):.2f},"
+                  f" entry -> exit mean {statistics.mean((x[4] - x[1]) / 1e3 for x in s):.2f}")
     by_sm = collections.defaultdict(list)
     for x in r:
         by_sm[x[5]].append(x)
