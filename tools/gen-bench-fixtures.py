@@ -41,7 +41,7 @@ def cases():
     # No target: how much of the paged cost is the page order (the others use the default, shuffled pool)
     yield fx("b16-t8192-g4-paged16-sequential", "B16 T8192 paged, pool pages in logical order: the page-order share of the paged cost.",
              {"count": 16, "kv_len": 8192}, 32, 8, "paged_nhd", page_order="sequential")
-    # ... and of four serving shapes' (not in serving.json)
+    # ... and of six serving shapes' (not in serving.json)
     short = {"count": 64, "kv_len": 2048}
     yield fx("b64-t2048-g4-paged16-sequential", "B=64, T=2048 paged, pool pages in logical order: the page-order share.",
              short, 32, 8, "paged_nhd", page_order="sequential")
@@ -51,6 +51,10 @@ def cases():
              "share.", short, 64, 16, "paged_nhd", page_order="sequential", d=64)
     yield fx("b512-t256-g4-paged16-sequential", "B=512, T=256 paged, pool pages in logical order: the page-order share.",
              {"count": 512, "kv_len": 256}, 32, 8, "paged_nhd", page_order="sequential")
+    yield fx("b256-t512-g4-paged16-sequential", "B=256, T=512 paged, pool pages in logical order: the page-order share.",
+             {"count": 256, "kv_len": 512}, 32, 8, "paged_nhd", page_order="sequential")
+    yield fx("ragged64-long4-paged16-sequential", "The ragged serving batch paged, pool pages in logical order: the "
+             "page-order share.", [{"kv_len": n} for n in RAGGED], 32, 8, "paged_nhd", page_order="sequential")
     # ... and B512's by page size: a 256-key page holds one request, so in order they lay K/V out as contiguous does
     for ps in (64, 256):
         for seq in (False, True):
