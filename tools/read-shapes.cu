@@ -5,10 +5,10 @@
 // of 2 or 3 stages, and spins that stand in for what a producer does besides copying (its prologue, its
 // compute per tile, its epilogue). What varies is how the 16384 tiles are dealt to CTAs (one CTA per
 // (request, K/V head) item as dkb's direct plan launches them, equal runs, a global counter, chains of
-// items), the spins, and the order of 16-row pages (contiguous or shuffled through the pool). The
-// roofline's own read (kernels/roofline.cu, linked) is the reference. Each shape is timed as the mean
-// of 10 back-to-back launches (median of BATCHES batches), so the rows compare with each other, not
-// with dkb bench.
+// items), the spins, the order of 16-row pages (contiguous or shuffled through the pool), and which
+// requests the CTAs sharing an SM read at once (SM runs). The roofline's own read (kernels/roofline.cu,
+// linked) is the reference. Each shape is timed as the mean of 10 back-to-back launches (median of
+// BATCHES batches), so the rows compare with each other, not with dkb bench.
 // docs/kernels.md ("Read shapes") has what it measured on the H200.
 // usage: build/read-shapes [BATCHES]   (make build/read-shapes)
 #include <cstdio>
@@ -43,6 +43,7 @@ struct Run {
   long pro, tile, epi;   // spins in cycles: at entry, after each tile, at exit (CHAIN*: after each item)
   int tpi, hp, order;    // tiles per item; K/V heads per item; Order
   int pf;                // ITEM: with its last tile issued, send the first 2 tiles of item blockIdx + pf to L2
+  int pair;              // sm_runs: the SM's two CTAs read the two heads of one run (else two SMs' runs)
 };
 
 __device__ __forceinline__ void cp16(unsigned s, const void *g) {
@@ -146,6 +147,54 @@ __global__ void __launch_bounds__(NT) staged(const Run r) {
   if (a == 1.2345e-37f) r.sink[0] = a;
 }
 
+// SM runs: persistent CTAs, 2 an SM, each SM an equal run of the (request, head pair, tile) units in order.
+// With pair, the SM's two CTAs read the two heads of each unit of its run, so an SM reads one request's
+// pages at a time; without, its second CTA reads the second heads of the run half the SMs on, so an SM
+// reads two requests' pages at once. The bytes, the order of every CTA's reads and the SMs' shares are the
+// same either way: what differs is how many distinct pages (and pool regions) an SM's copies touch at once.
+// %smid has gaps, so the first CTA on an SM takes a dense SM index from a counter (ctr[768]) and publishes
+// it (ctr[256 + smid]) for the second, which waits for it: the grid is one wave, every CTA resident.
+template <int ST>
+__global__ void __launch_bounds__(NT) sm_runs(const Run r) {
+  extern __shared__ __align__(16) unsigned char sm[];
+  int *got = reinterpret_cast<int *>(sm + ST * TILE);  // [0] the SM's dense index, [1] this CTA's slot on it
+  if (threadIdx.x == 0) {
+    unsigned id;
+    asm volatile("mov.u32 %0, %%smid;" : "=r"(id));
+    const int k = atomicAdd(r.ctr + id, 1);
+    volatile int *pub = r.ctr + 256 + id;
+    if (k == 0) *pub = atomicAdd(r.ctr + 768, 1) + 1;
+    while (*pub == 0) {}
+    got[0] = *pub - 1;
+    got[1] = k;
+  }
+  __syncthreads();
+  const int sms = (int)gridDim.x / 2, k = got[1], N = B * (H / 2) * TPI;
+  const int run = r.pair || k == 0 ? got[0] : (got[0] + sms / 2) % sms;
+  const int u0 = (int)((long)run * N / sms), n = (int)((long)(run + 1) * N / sms) - u0;
+  auto unit = [&](int i) {  // unit u0 + i as the one-head tile index issue() takes
+    const int v = u0 + i, b = v / (H / 2 * TPI), hp = v / TPI % (H / 2), t = v % TPI;
+    return (b * H + 2 * hp + k) * TPI + t;
+  };
+  const unsigned s0 = (unsigned)__cvta_generic_to_shared(sm);
+  for (int i = 0; i < ST - 1; i++) {
+    if (i < n) issue(r, unit(i), s0 + i * TILE);
+    commit();
+  }
+  float a = 0.f;
+  for (int i = 0; i < n; i++) {
+    __syncthreads();  // the stage read last is free
+    const int x = i + ST - 1;
+    if (x < n) issue(r, unit(x), s0 + (x % ST) * TILE);
+    commit();
+    wait_group<ST - 1>();
+    __syncthreads();
+    a += reinterpret_cast<const float *>(sm + (i % ST) * TILE)[threadIdx.x * 33];
+  }
+  wait_group<0>();
+  if (a == 1.2345e-37f) r.sink[0] = a;
+}
+
 struct Shape {
   const char *name;
   void (*fn)(const Run);
@@ -154,6 +203,7 @@ struct Shape {
   int per_sm = 2;  // CTAs per SM, held by their shared memory
   int tpi = TPI, hp = 1, order = ITEM_MAJOR, pages = 0;  // pages: 0 contiguous, 1 identity map, 2 shuffled
   int pf = 0;      // ITEM: prefetch the first tiles of the item this many slots on (0: none)
+  int pair = 0;    // sm_runs: Run::pair
 };
 
 int main(int argc, char **argv) {
@@ -165,7 +215,7 @@ int main(int argc, char **argv) {
   char *kv;
   int *pid, *pshuf, *ctr;
   float *sink;
-  const int groups = B * T / 16, nctr = 64 * LAUNCHES;
+  const int groups = B * T / 16, nctr = 1024 * LAUNCHES;  // a launch's counters: 1024 ints (sm_runs)
   // K and V in one allocation, so the grid-stride read covers both in one pass
   if (cudaMalloc(&kv, 2 * bytes) || cudaMemset(kv, 0, 2 * bytes) || cudaMalloc(&sink, 4) ||
       cudaMalloc(&pid, groups * 4) || cudaMalloc(&pshuf, groups * 4) || cudaMalloc(&ctr, nctr * 4)) {
@@ -225,6 +275,14 @@ int main(int argc, char **argv) {
   add(sp("items of 8 heads", staged<2, ITEM>, false))->hp = 8;
   add(sp("dynamic tiles, shuffled pages", staged<2, DYNAMIC>, true))->pages = 2;
   { Shape *s = add(sp("dynamic tiles, head-major, shuffled pages", staged<2, DYNAMIC>, true)); s->order = HEAD_MAJOR; s->pages = 2; }
+  // which requests an SM reads at once
+  for (int pages : {0, 2})
+    for (int pair : {1, 0}) {
+      Shape *s = add(sp(pair ? (pages ? "SM runs, one request an SM, shuffled pages" : "SM runs, one request an SM")
+                             : (pages ? "SM runs, two requests an SM, shuffled pages" : "SM runs, two requests an SM"),
+                        sm_runs<2>, true));
+      s->pages = pages; s->pair = pair;
+    }
 
   // 100 KB of shared memory holds a CTA to 2 per SM, 70 KB to 3; every shape's count is checked
   auto smem = [](const Shape &s) { return s.per_sm == 3 ? 70 * 1024 : 100 * 1024; };
@@ -256,8 +314,8 @@ int main(int argc, char **argv) {
           }
           const Shape &s = shapes[m];
           const long c = khz / 1000;  // cycles per us
-          const Run r{kv, kv + bytes, s.pages == 2 ? pshuf : s.pages ? pid : nullptr, ctr + 64 * l, sink,
-                      s.pro_ns * c / 1000, s.tile_ns * c / 1000, s.epi_ns * c / 1000, s.tpi, s.hp, s.order, s.pf * sms};
+          const Run r{kv, kv + bytes, s.pages == 2 ? pshuf : s.pages ? pid : nullptr, ctr + 1024 * l, sink,
+                      s.pro_ns * c / 1000, s.tile_ns * c / 1000, s.epi_ns * c / 1000, s.tpi, s.hp, s.order, s.pf * sms, s.pair};
           s.fn<<<s.persistent ? s.per_sm * sms : UNITS / s.tpi, NT, smem(s)>>>(r);
         }
         cudaEventRecord(e1);
