@@ -9,7 +9,7 @@
 // requests the CTAs sharing an SM read at once (SM runs). The roofline's own read (kernels/roofline.cu,
 // linked) is the reference. Each shape is timed as the mean of 10 back-to-back launches (median of
 // BATCHES batches), so the rows compare with each other, not with dkb bench.
-// docs/kernels.md ("Read shapes") has what it measured on the H200.
+// docs/kernels.md ("Read shapes") has what it measured on the H200, and the SM runs on H100s.
 // usage: build/read-shapes [BATCHES]   (make build/read-shapes)
 #include <cstdio>
 #include <cstdlib>
@@ -152,8 +152,9 @@ __global__ void __launch_bounds__(NT) staged(const Run r) {
 // pages at a time; without, its second CTA reads the second heads of the run half the SMs on, so an SM
 // reads two requests' pages at once. The bytes, the order of every CTA's reads and the SMs' shares are the
 // same either way: what differs is how many distinct pages (and pool regions) an SM's copies touch at once.
-// %smid has gaps, so the first CTA on an SM takes a dense SM index from a counter (ctr[768]) and publishes
-// it (ctr[256 + smid]) for the second, which waits for it: the grid is one wave, every CTA resident.
+// %smid has gaps (below 256 on Hopper), so the first CTA on an SM takes a dense SM index from a counter
+// (ctr[768]) and publishes it (ctr[256 + smid]) for the second, which waits for it: the grid is one wave, every
+// CTA resident.
 template <int ST>
 __global__ void __launch_bounds__(NT) sm_runs(const Run r) {
   extern __shared__ __align__(16) unsigned char sm[];
