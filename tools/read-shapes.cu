@@ -30,8 +30,9 @@ constexpr int LAUNCHES = 10;                    // back-to-back launches per tim
 // dkb's CTAs); STATIC: one persistent CTA per slot, an equal run of tiles each; DYNAMIC: persistent CTAs
 // taking single tiles from a global counter; CHAIN: persistent CTAs taking items c, c + grid, ... (dkb's
 // chained-CTA trial); CHAIN_DYN: persistent CTAs taking each next item from a global counter shortly
-// before the current one's last tile.
-enum Deal { ITEM, STATIC, DYNAMIC, CHAIN, CHAIN_DYN };
+// before the current one's last tile; SM_RUNS: persistent CTAs, 2 an SM, each SM an equal run of the
+// (request, head pair, tile) units in order (below, "SM runs").
+enum Deal { ITEM, STATIC, DYNAMIC, CHAIN, CHAIN_DYN, SM_RUNS };
 // HEAD_MAJOR: the tiles of DYNAMIC are dealt as the H heads of one tile of one request in turn
 enum Order { ITEM_MAJOR, HEAD_MAJOR };
 
@@ -43,7 +44,7 @@ struct Run {
   long pro, tile, epi;   // spins in cycles: at entry, after each tile, at exit (CHAIN*: after each item)
   int tpi, hp, order;    // tiles per item; K/V heads per item; Order
   int pf;                // ITEM: with its last tile issued, send the first 2 tiles of item blockIdx + pf to L2
-  int pair;              // sm_runs: the SM's two CTAs read the two heads of one run (else two SMs' runs)
+  int pair;              // SM_RUNS: the SM's two CTAs read the two heads of one run (else two SMs' runs)
 };
 
 __device__ __forceinline__ void cp16(unsigned s, const void *g) {
@@ -87,16 +88,36 @@ __device__ __forceinline__ void prefetch_item(const Run &r, int item, int n) {
   }
 }
 
+// SM runs: with pair, the SM's two CTAs read the two heads of each unit of its run, so an SM reads one
+// request's pages at a time; without, its second CTA reads the second heads of the run half the SMs on, so an
+// SM reads two requests' pages at once. The bytes, the order of every CTA's reads and the SMs' shares are the
+// same either way: what differs is how many distinct pages (and pool regions) an SM's copies touch at once.
+// %smid has gaps (below 256 on Hopper), so the first CTA on an SM takes a dense SM index from a counter
+// (ctr[768]) and publishes it (ctr[256 + smid]) for the second, which waits for it: the grid is one wave,
+// every CTA resident. Thread 0 writes got[0] the SM's dense index, got[1] this CTA's slot on it.
+__device__ __forceinline__ void sm_slot(const Run &r, int *got) {
+  unsigned id;
+  asm volatile("mov.u32 %0, %%smid;" : "=r"(id));
+  const int k = atomicAdd(r.ctr + id, 1);
+  volatile int *pub = r.ctr + 256 + id;
+  if (k == 0) *pub = atomicAdd(r.ctr + 768, 1) + 1;
+  while (*pub == 0) {}
+  got[0] = *pub - 1;
+  got[1] = k;
+}
+
 template <int ST, Deal DEAL>
 __global__ void __launch_bounds__(NT) staged(const Run r) {
   extern __shared__ __align__(16) unsigned char sm[];
-  constexpr bool RING = DEAL != ITEM && DEAL != STATIC;
+  constexpr bool RING = DEAL != ITEM && DEAL != STATIC && DEAL != SM_RUNS;
   // RING: next[i % (ST + 1)] is the unit of the CTA's i-th issue, written by thread 0 an issue ahead.
   // In the dynamic allocation: a 16-byte static array beside 100 KB of it measured like 1 CTA per SM.
+  // SM_RUNS: next[0 .. 1] is sm_slot's got.
   int *next = reinterpret_cast<int *>(sm + ST * TILE);
   const unsigned s0 = (unsigned)__cvta_generic_to_shared(sm);
   const int nitems = UNITS / r.tpi;
   int u = 0, end = 0, pending = 0, it = 0, tt = -1;  // thread 0, RING: item and tile of the last assigned
+  int k = 0;                                         // SM_RUNS: this CTA's head of each pair
   if (DEAL == ITEM) { u = blockIdx.x * r.tpi; end = u + r.tpi; }
   if (DEAL == STATIC) { u = (int)((long)blockIdx.x * UNITS / gridDim.x); end = (int)((long)(blockIdx.x + 1) * UNITS / gridDim.x); }
   auto assign = [&]() {
@@ -119,12 +140,25 @@ __global__ void __launch_bounds__(NT) staged(const Run r) {
     it = DEAL == CHAIN ? (int)blockIdx.x : DEAL == CHAIN_DYN ? atomicAdd(r.ctr, 1) : 0;
     for (int i = 0; i < ST; i++) next[i] = assign();
   }
+  if (DEAL == SM_RUNS && threadIdx.x == 0) sm_slot(r, next);
   if (r.pro) spin(r.pro);
   __syncthreads();
+  if (DEAL == SM_RUNS) {  // units of the run: (request, head pair, tile), numbered in that order
+    const int sms = (int)gridDim.x / 2, n = B * (H / 2) * TPI;
+    const int run = r.pair || next[1] == 0 ? next[0] : (next[0] + sms / 2) % sms;
+    k = next[1];
+    u = (int)((long)run * n / sms);
+    end = (int)((long)(run + 1) * n / sms);
+  }
+  auto tile_of = [&](int x) {  // the one-head tile index issue() takes
+    if (DEAL != SM_RUNS) return x;
+    const int b = x / (H / 2 * TPI), hp = x / TPI % (H / 2), t = x % TPI;
+    return (b * H + 2 * hp + k) * TPI + t;
+  };
   auto unit = [&](int i) { return RING ? next[i % (ST + 1)] : u + i; };
   auto valid = [&](int x) { return RING ? x < UNITS : x < end; };
   for (int i = 0; i < ST - 1; i++) {
-    if (valid(unit(i))) issue(r, unit(i), s0 + i * TILE);
+    if (valid(unit(i))) issue(r, tile_of(unit(i)), s0 + i * TILE);
     commit();
   }
   float a = 0.f;
@@ -133,7 +167,7 @@ __global__ void __launch_bounds__(NT) staged(const Run r) {
     const int cur = unit(i), x = unit(i + ST - 1);
     if (!valid(cur)) break;
     if (RING && threadIdx.x == 0) next[(i + ST) % (ST + 1)] = assign();
-    if (valid(x)) issue(r, x, s0 + ((i + ST - 1) % ST) * TILE);
+    if (valid(x)) issue(r, tile_of(x), s0 + ((i + ST - 1) % ST) * TILE);
     if (DEAL == ITEM && r.pf && x == end - 1 && (int)blockIdx.x + r.pf < nitems) prefetch_item(r, blockIdx.x + r.pf, 2);
     commit();
     wait_group<ST - 1>();
@@ -147,55 +181,6 @@ __global__ void __launch_bounds__(NT) staged(const Run r) {
   if (a == 1.2345e-37f) r.sink[0] = a;
 }
 
-// SM runs: persistent CTAs, 2 an SM, each SM an equal run of the (request, head pair, tile) units in order.
-// With pair, the SM's two CTAs read the two heads of each unit of its run, so an SM reads one request's
-// pages at a time; without, its second CTA reads the second heads of the run half the SMs on, so an SM
-// reads two requests' pages at once. The bytes, the order of every CTA's reads and the SMs' shares are the
-// same either way: what differs is how many distinct pages (and pool regions) an SM's copies touch at once.
-// %smid has gaps (below 256 on Hopper), so the first CTA on an SM takes a dense SM index from a counter
-// (ctr[768]) and publishes it (ctr[256 + smid]) for the second, which waits for it: the grid is one wave, every
-// CTA resident.
-template <int ST>
-__global__ void __launch_bounds__(NT) sm_runs(const Run r) {
-  extern __shared__ __align__(16) unsigned char sm[];
-  int *got = reinterpret_cast<int *>(sm + ST * TILE);  // [0] the SM's dense index, [1] this CTA's slot on it
-  if (threadIdx.x == 0) {
-    unsigned id;
-    asm volatile("mov.u32 %0, %%smid;" : "=r"(id));
-    const int k = atomicAdd(r.ctr + id, 1);
-    volatile int *pub = r.ctr + 256 + id;
-    if (k == 0) *pub = atomicAdd(r.ctr + 768, 1) + 1;
-    while (*pub == 0) {}
-    got[0] = *pub - 1;
-    got[1] = k;
-  }
-  __syncthreads();
-  const int sms = (int)gridDim.x / 2, k = got[1], N = B * (H / 2) * TPI;
-  const int run = r.pair || k == 0 ? got[0] : (got[0] + sms / 2) % sms;
-  const int u0 = (int)((long)run * N / sms), n = (int)((long)(run + 1) * N / sms) - u0;
-  auto unit = [&](int i) {  // unit u0 + i as the one-head tile index issue() takes
-    const int v = u0 + i, b = v / (H / 2 * TPI), hp = v / TPI % (H / 2), t = v % TPI;
-    return (b * H + 2 * hp + k) * TPI + t;
-  };
-  const unsigned s0 = (unsigned)__cvta_generic_to_shared(sm);
-  for (int i = 0; i < ST - 1; i++) {
-    if (i < n) issue(r, unit(i), s0 + i * TILE);
-    commit();
-  }
-  float a = 0.f;
-  for (int i = 0; i < n; i++) {
-    __syncthreads();  // the stage read last is free
-    const int x = i + ST - 1;
-    if (x < n) issue(r, unit(x), s0 + (x % ST) * TILE);
-    commit();
-    wait_group<ST - 1>();
-    __syncthreads();
-    a += reinterpret_cast<const float *>(sm + (i % ST) * TILE)[threadIdx.x * 33];
-  }
-  wait_group<0>();
-  if (a == 1.2345e-37f) r.sink[0] = a;
-}
-
 struct Shape {
   const char *name;
   void (*fn)(const Run);
@@ -204,7 +189,7 @@ struct Shape {
   int per_sm = 2;  // CTAs per SM, held by their shared memory
   int tpi = TPI, hp = 1, order = ITEM_MAJOR, pages = 0;  // pages: 0 contiguous, 1 identity map, 2 shuffled
   int pf = 0;      // ITEM: prefetch the first tiles of the item this many slots on (0: none)
-  int pair = 0;    // sm_runs: Run::pair
+  int pair = 0;    // SM_RUNS: Run::pair
 };
 
 int main(int argc, char **argv) {
@@ -216,7 +201,7 @@ int main(int argc, char **argv) {
   char *kv;
   int *pid, *pshuf, *ctr;
   float *sink;
-  const int groups = B * T / 16, nctr = 1024 * LAUNCHES;  // a launch's counters: 1024 ints (sm_runs)
+  const int groups = B * T / 16, nctr = 1024 * LAUNCHES;  // a launch's counters: 1024 ints (SM_RUNS)
   // K and V in one allocation, so the grid-stride read covers both in one pass
   if (cudaMalloc(&kv, 2 * bytes) || cudaMemset(kv, 0, 2 * bytes) || cudaMalloc(&sink, 4) ||
       cudaMalloc(&pid, groups * 4) || cudaMalloc(&pshuf, groups * 4) || cudaMalloc(&ctr, nctr * 4)) {
@@ -277,13 +262,13 @@ int main(int argc, char **argv) {
   add(sp("dynamic tiles, shuffled pages", staged<2, DYNAMIC>, true))->pages = 2;
   { Shape *s = add(sp("dynamic tiles, head-major, shuffled pages", staged<2, DYNAMIC>, true)); s->order = HEAD_MAJOR; s->pages = 2; }
   // which requests an SM reads at once
-  for (int pages : {0, 2})
-    for (int pair : {1, 0}) {
-      Shape *s = add(sp(pair ? (pages ? "SM runs, one request an SM, shuffled pages" : "SM runs, one request an SM")
-                             : (pages ? "SM runs, two requests an SM, shuffled pages" : "SM runs, two requests an SM"),
-                        sm_runs<2>, true));
-      s->pages = pages; s->pair = pair;
-    }
+  const struct { const char *name; int pages, pair; } runs[] = {
+      {"SM runs, one request an SM", 0, 1}, {"SM runs, two requests an SM", 0, 0},
+      {"SM runs, one request an SM, shuffled pages", 2, 1}, {"SM runs, two requests an SM, shuffled pages", 2, 0}};
+  for (const auto &e : runs) {
+    Shape *s = add(sp(e.name, staged<2, SM_RUNS>, true));
+    s->pages = e.pages; s->pair = e.pair;
+  }
 
   // 100 KB of shared memory holds a CTA to 2 per SM, 70 KB to 3; every shape's count is checked
   auto smem = [](const Shape &s) { return s.per_sm == 3 ? 70 * 1024 : 100 * 1024; };
