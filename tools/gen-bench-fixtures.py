@@ -54,7 +54,7 @@ def cases():
     yield fx("b256-t512-g4-paged16-sequential", "B=256, T=512 paged, pool pages in logical order: the page-order share.",
              {"count": 256, "kv_len": 512}, 32, 8, "paged_nhd", page_order="sequential")
     yield fx("ragged64-long4-paged16-sequential", "The ragged serving batch paged, pool pages in logical order: the "
-             "page-order share.", [{"kv_len": n} for n in RAGGED], 32, 8, "paged_nhd", page_order="sequential")
+             "page-order share.", RAGGED_REQUESTS, 32, 8, "paged_nhd", page_order="sequential")
     # ... and B512's by page size: a 256-key page holds one request, so in order they lay K/V out as contiguous does
     for ps in (64, 256):
         for seq in (False, True):
@@ -90,6 +90,7 @@ def cases():
 # and 4 long ones among them, every 16th.
 LONG = (32768, 27001, 20483, 16385)
 RAGGED = [LONG[i // 16] if i % 16 == 0 else 64 + (i * 1231) % 1985 for i in range(64)]
+RAGGED_REQUESTS = [{"kv_len": n} for n in RAGGED]
 
 
 def serving():
@@ -110,10 +111,9 @@ def serving():
                  64, 16, lay, d=64)
         yield fx(f"b64-t2048-g4-d256-{tag}", "Many short requests, head dim 256: B=64, T=2048, H_q=16, H_kv=4 (537 MB).", short,
                  16, 4, lay, d=256)
-    ragged = [{"kv_len": n} for n in RAGGED]
     for lay, tag in (("ragged_nhd", "packed"), ("paged_nhd", "paged16")):
         yield fx(f"ragged64-long4-{tag}", f"Ragged serving batch: 60 requests of 64-2048 keys and 4 of {LONG[-1]}-{LONG[0]} "
-                 f"({sum(RAGGED)} keys, H_q=32, H_kv=8, {sum(RAGGED) * 4096 / 1e6:.0f} MB).", ragged, 32, 8, lay)
+                 f"({sum(RAGGED)} keys, H_q=32, H_kv=8, {sum(RAGGED) * 4096 / 1e6:.0f} MB).", RAGGED_REQUESTS, 32, 8, lay)
 
 
 def ends():
