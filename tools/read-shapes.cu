@@ -5,11 +5,12 @@
 // of 2 or 3 stages, and spins that stand in for what a producer does besides copying (its prologue, its
 // compute per tile, its epilogue). What varies is how the 16384 tiles are dealt to CTAs (one CTA per
 // (request, K/V head) item as dkb's direct plan launches them, equal runs, a global counter, chains of
-// items), the spins, the order of 16-row pages (contiguous or shuffled through the pool), and which
-// requests the CTAs sharing an SM read at once (SM runs). The roofline's own read (kernels/roofline.cu,
+// items), the spins, the order of 16-row pages (contiguous or shuffled through the pool; K and V in pools
+// of their own or a page's K and V side by side in one), and which requests the CTAs sharing an SM read at
+// once (SM runs). The roofline's own read (kernels/roofline.cu,
 // linked) is the reference. Each shape is timed as the mean of 10 back-to-back launches (median of
 // BATCHES batches), so the rows compare with each other, not with dkb bench.
-// docs/kernels.md ("Read shapes") has what it measured on the H200, and the SM runs on H100s.
+// docs/kernels.md ("Read shapes") has what it measured: on H200s, and the SM runs on H100s and an H200.
 // usage: build/read-shapes [BATCHES]   (make build/read-shapes)
 #include <cstdio>
 #include <cstdlib>
@@ -45,6 +46,8 @@ struct Run {
   int tpi, hp, order;    // tiles per item; K/V heads per item; Order
   int pf;                // ITEM: with its last tile issued, send the first 2 tiles of item blockIdx + pf to L2
   int pair;              // SM_RUNS: the SM's two CTAs read the two heads of one run (else two SMs' runs)
+  int kvi;               // pages: a page's K and V side by side in one pool (page p's K at pool page 2p, V
+                         // at 2p + 1, v = k + one page), as FlashInfer's [pages, 2, rows, heads, dims] lays them
 };
 
 __device__ __forceinline__ void cp16(unsigned s, const void *g) {
@@ -72,7 +75,7 @@ __device__ __forceinline__ void issue(const Run &r, int u, unsigned s) {
 #pragma unroll
   for (int j = 0; j < NTOK / 8; j++) {
     const int key = b * T + row0 + t / cpr + j * (NT / cpr);
-    const size_t g = r.page ? (size_t)r.page[key / 16] * 16 + key % 16 : key;
+    const size_t g = r.page ? (size_t)r.page[key / 16] * (r.kvi ? 32 : 16) + key % 16 : key;
     const size_t off = g * ROWB + h0 * 256 + (t % cpr) * 16;
     cp16(s + (j * NT + t) * 16, r.k + off);
     cp16(s + TILE / 2 + (j * NT + t) * 16, r.v + off);
@@ -190,6 +193,7 @@ struct Shape {
   int tpi = TPI, hp = 1, order = ITEM_MAJOR, pages = 0;  // pages: 0 contiguous, 1 identity map, 2 shuffled
   int pf = 0;      // ITEM: prefetch the first tiles of the item this many slots on (0: none)
   int pair = 0;    // SM_RUNS: Run::pair
+  int kvi = 0;     // pages: Run::kvi
 };
 
 int main(int argc, char **argv) {
@@ -262,13 +266,18 @@ int main(int argc, char **argv) {
   add(sp("dynamic tiles, shuffled pages", staged<2, DYNAMIC>, true))->pages = 2;
   { Shape *s = add(sp("dynamic tiles, head-major, shuffled pages", staged<2, DYNAMIC>, true)); s->order = HEAD_MAJOR; s->pages = 2; }
   // which requests an SM reads at once
-  const struct { const char *name; int pages, pair; } runs[] = {
-      {"SM runs, one request an SM", 0, 1}, {"SM runs, two requests an SM", 0, 0},
-      {"SM runs, one request an SM, shuffled pages", 2, 1}, {"SM runs, two requests an SM, shuffled pages", 2, 0}};
+  const struct { const char *name; int pages, pair, kvi; } runs[] = {
+      {"SM runs, one request an SM", 0, 1, 0}, {"SM runs, two requests an SM", 0, 0, 0},
+      {"SM runs, one request an SM, shuffled pages", 2, 1, 0}, {"SM runs, two requests an SM, shuffled pages", 2, 0, 0},
+      {"SM runs, two requests an SM, K+V pages in order", 1, 0, 1},
+      {"SM runs, two requests an SM, K+V pages shuffled", 2, 0, 1}};
   for (const auto &e : runs) {
     Shape *s = add(sp(e.name, staged<2, SM_RUNS>, true));
-    s->pages = e.pages; s->pair = e.pair;
+    s->pages = e.pages; s->pair = e.pair; s->kvi = e.kvi;
   }
+  // a page's K and V side by side in one pool: half the pool regions a copy in flight touches
+  { Shape *s = add(sp("items, K+V pages in order", staged<2, ITEM>, false)); s->pages = 1; s->kvi = 1; }
+  { Shape *s = add(sp("items, K+V pages shuffled", staged<2, ITEM>, false)); s->pages = 2; s->kvi = 1; }
 
   // 100 KB of shared memory holds a CTA to 2 per SM, 70 KB to 3; every shape's count is checked
   auto smem = [](const Shape &s) { return s.per_sm == 3 ? 70 * 1024 : 100 * 1024; };
@@ -300,8 +309,9 @@ int main(int argc, char **argv) {
           }
           const Shape &s = shapes[m];
           const long c = khz / 1000;  // cycles per us
-          const Run r{kv, kv + bytes, s.pages == 2 ? pshuf : s.pages ? pid : nullptr, ctr + 1024 * l, sink,
-                      s.pro_ns * c / 1000, s.tile_ns * c / 1000, s.epi_ns * c / 1000, s.tpi, s.hp, s.order, s.pf * sms, s.pair};
+          const Run r{kv, s.kvi ? kv + 16 * ROWB : kv + bytes, s.pages == 2 ? pshuf : s.pages ? pid : nullptr, ctr + 1024 * l,
+                      sink, s.pro_ns * c / 1000, s.tile_ns * c / 1000, s.epi_ns * c / 1000, s.tpi, s.hp, s.order, s.pf * sms,
+                      s.pair, s.kvi};
           s.fn<<<s.persistent ? s.per_sm * sms : UNITS / s.tpi, NT, smem(s)>>>(r);
         }
         cudaEventRecord(e1);
