@@ -99,7 +99,8 @@ static int read_cache(struct jr *r, const json_t *doc, struct decode_call *c) {
   const json_t *o = jr_get(r, doc, "", "cache", 1, JSON_OBJECT);
   if (!o) return -1;
   static const char *const req[] = {"layout", NULL};
-  static const char *const opt[] = {"page_size", "table", "pool_extra_pages", "page_order", "capacity", "cache_rows", NULL};
+  static const char *const opt[] = {"page_size", "table", "pool_extra_pages", "page_order", "shuffle_group", "capacity",
+                                    "cache_rows", NULL};
   const char *layout = NULL;
   if (jr_keys(r, o, P, req, opt) || jr_str(r, o, P, "layout", 1, &layout)) return -1;
   c->layout = kv_layout_parse(layout);
@@ -107,7 +108,7 @@ static int read_cache(struct jr *r, const json_t *doc, struct decode_call *c) {
     return jr_fail(r, P, "layout", "must be one of: contiguous_nhd, contiguous_hnd, ragged_nhd, paged_nhd, paged_hnd (got '%s')", layout);
   int paged = kv_layout_paged(c->layout);
   int contiguous = kv_layout_contiguous(c->layout);
-  static const char *const paged_only[] = {"page_size", "table", "pool_extra_pages", "page_order", NULL};
+  static const char *const paged_only[] = {"page_size", "table", "pool_extra_pages", "page_order", "shuffle_group", NULL};
   static const char *const contig_only[] = {"capacity", NULL};
   for (int i = 0; paged_only[i]; i++)
     if (!paged && json_object_get(o, paged_only[i])) return jr_fail(r, P, paged_only[i], "only applies to paged layouts (layout is '%s')", layout);
@@ -129,6 +130,13 @@ static int read_cache(struct jr *r, const json_t *doc, struct decode_call *c) {
     if (jr_enum(r, o, P, "table", 0, TABLES, &table) || jr_enum(r, o, P, "page_order", 0, PAGE_ORDER, &order)) return -1;
     c->table = table == 0 ? KV_TABLE_DENSE : KV_TABLE_CSR;
     c->shuffle_pages = order == 1;
+    /* How far a page may land from its place in the pool: an allocator's locality, which costs a kernel's
+     * reads (docs/kernels.md, "The shuffle costs by how far it scatters"). */
+    v = 0;
+    if (json_object_get(o, "shuffle_group") && !c->shuffle_pages)
+      return jr_fail(r, P, "shuffle_group", "only applies to page_order 'shuffled' (page_order is 'sequential')");
+    if (jr_int(r, o, P, "shuffle_group", 0, 2, INT32_MAX, &v)) return -1;
+    c->shuffle_group = v;
     v = 8;
     if (jr_int(r, o, P, "pool_extra_pages", 0, 0, 1 << 20, &v)) return -1;
     c->pool_extra_pages = v;

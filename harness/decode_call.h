@@ -32,6 +32,7 @@ struct decode_call {
   int64_t page_size;         /* paged */
   int64_t pool_extra_pages;  /* paged: unused pool pages (poisoned) */
   int shuffle_pages;         /* paged: physical page ids are a seeded permutation */
+  int64_t shuffle_group;     /* shuffled pages: permuted within consecutive groups of this many pool pages; 0: the pool */
   int64_t T_cap;             /* contiguous: capacity per cache row */
   int64_t cache_rows;        /* contiguous / dense table rows */
   /* mask */

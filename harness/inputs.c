@@ -42,8 +42,10 @@ static int build_pages(const struct decode_call *c, struct decode_inputs *in, st
   if (c->shuffle_pages) {  /* Fisher-Yates from the call's seed: logical and physical order differ */
     struct dkb_rng g;
     dkb_rng_seed(&g, c->seed ^ 0x7061676573ull);
+    const int64_t G = c->shuffle_group;  /* within each group of G pool pages; 0: the whole pool */
     for (int64_t i = pool - 1; i > 0; i--) {
-      int64_t j = (int64_t)dkb_rng_below(&g, (uint64_t)i + 1);
+      const int64_t g0 = G > 0 ? i / G * G : 0;
+      int64_t j = g0 + (int64_t)dkb_rng_below(&g, (uint64_t)(i - g0) + 1);
       int32_t t = perm[i]; perm[i] = perm[j]; perm[j] = t;
     }
   }

@@ -101,6 +101,12 @@ static void malformed_decode_fixtures_name_pointer_and_reason(void **s) {
       {"4", "[{\"kv_len\": 8}]", "{\"layout\": \"paged_nhd\"}", "/cache: missing required key 'page_size'"},
       {"4", "[{\"kv_len\": 8}]", "{\"layout\": \"contiguous_nhd\", \"page_size\": 16}",
        "/cache/page_size: only applies to paged layouts (layout is 'contiguous_nhd')"},
+      {"4", "[{\"kv_len\": 8}]", "{\"layout\": \"contiguous_nhd\", \"shuffle_group\": 64}",
+       "/cache/shuffle_group: only applies to paged layouts (layout is 'contiguous_nhd')"},
+      {"4", "[{\"kv_len\": 8}]", "{\"layout\": \"paged_nhd\", \"page_size\": 4, \"page_order\": \"sequential\", \"shuffle_group\": 64}",
+       "/cache/shuffle_group: only applies to page_order 'shuffled' (page_order is 'sequential')"},
+      {"4", "[{\"kv_len\": 8}]", "{\"layout\": \"paged_nhd\", \"page_size\": 4, \"shuffle_group\": 1}",
+       "/cache/shuffle_group: must be >= 2 (got 1)"},
       {"4", "[{\"kv_len\": 8}]", "{\"layout\": \"contiguous_nhd\", \"capacity\": 4}",
        "/cache/capacity: must be >= the longest request's kv_len 8 (got 4)"},
       {"4", "[{\"kv_len\": 8, \"cache_row\": 1}, {\"kv_len\": 8, \"cache_row\": 1}]", "{\"layout\": \"contiguous_nhd\"}",
@@ -124,6 +130,47 @@ static void malformed_decode_fixtures_name_pointer_and_reason(void **s) {
     assert_string_equal(r.err, want);
     run_result_release(&r);
   }
+}
+
+/* The page ids of a shuffled cache of 4 requests of 64 keys in 4-key pages (64 pages and 8 spare: 72 in the
+ * pool): with shuffle_group 8 every page stays in its group of 8 pool pages and some move within it; over the
+ * whole pool (no shuffle_group) some leave their group, so the check can tell the two apart; in both tables
+ * every pool page appears at most once. */
+static void shuffle_group_keeps_each_page_within_its_group_of_the_pool(void **s) {
+  (void)s;
+  const char *fmt = "{\"schema\": \"dkb.decode/v1\", \"name\": \"g\", \"phase\": \"decode\", \"q_len\": 1, "
+                    "\"heads\": {\"H_q\": 4, \"H_kv\": 2, \"d_qk\": 64, \"d_v\": 64}, \"dtype\": \"bf16\", "
+                    "\"requests\": {\"count\": 4, \"kv_len\": 64}, \"cache\": {\"layout\": \"paged_nhd\", \"page_size\": 4%s}, "
+                    "\"mask\": {\"kind\": \"none\"}, \"split\": {\"policy\": \"auto\"}, \"seed\": 3, "
+                    "\"tolerance\": {\"atol\": 0.001, \"rtol\": 0.01}}";
+  int out_of_group[2], moved[2];
+  for (int grouped = 0; grouped < 2; grouped++) {
+    char doc[1024];
+    snprintf(doc, sizeof doc, fmt, grouped ? ", \"shuffle_group\": 8" : "");
+    const char *path = tmp_file("shuffle-group.json", doc);
+    struct decode_call c;
+    struct decode_inputs in;
+    struct dkb_err e;
+    if (decode_call_load(path, &c, &e)) fail_msg("%s", e.msg);
+    assert_int_equal(c.shuffle_group, grouped ? 8 : 0);
+    if (inputs_build(&c, 64, &in, &e)) fail_msg("%s", e.msg);
+    assert_int_equal(in.n_page_indices, 64);
+    assert_int_equal(in.L.num_pages, 72);
+    char seen[72] = {0};
+    out_of_group[grouped] = moved[grouped] = 0;
+    for (int i = 0; i < 64; i++) {
+      const int p = in.page_indices[i];
+      assert_true(p >= 0 && p < 72 && !seen[p]);
+      seen[p] = 1;
+      out_of_group[grouped] += p / 8 != i / 8;
+      moved[grouped] += p != i;
+    }
+    inputs_release(&in);
+    decode_call_release(&c);
+  }
+  assert_int_equal(out_of_group[1], 0);
+  assert_true(moved[1] > 0);
+  assert_true(out_of_group[0] > 0);
 }
 
 static void run_without_gpu_stops_at_level_2_with_reason(void **s) {
@@ -544,6 +591,7 @@ static void budgets_judge_peak_memory_and_wall_time_of_real_runs(void **s) {
 
 DKB_TEST_GROUP(run, cmocka_unit_test(decode_fixtures_are_schema_valid_and_load),
                cmocka_unit_test(malformed_decode_fixtures_name_pointer_and_reason), cmocka_unit_test(schema_backend_names_have_the_registrys_form),
+               cmocka_unit_test(shuffle_group_keeps_each_page_within_its_group_of_the_pool),
                cmocka_unit_test(tolerance_ratio_is_the_share_of_the_allowance),
                cmocka_unit_test(run_without_gpu_stops_at_level_2_with_reason),
                cmocka_unit_test(dumps_recompute_in_numpy_to_1e12),
