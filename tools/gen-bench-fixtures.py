@@ -15,12 +15,14 @@ TOL_FP16 = {"atol": 5e-4, "rtol": 4e-3, "lse_atol": 2e-4, "lse_rtol": 2e-5}
 
 
 def fx(name, desc, requests, hq, hkv, layout="contiguous_nhd", mask=None, graph=False, page_order=None, page_size=16, d=128,
-       dtype="bf16"):
+       dtype="bf16", shuffle_group=None):
     cache = {"layout": layout}
     if layout.startswith("paged"):
         cache.update({"page_size": page_size, "table": "csr"})
     if page_order:
         cache["page_order"] = page_order
+    if shuffle_group:
+        cache["shuffle_group"] = shuffle_group
     doc = {"schema": "dkb.decode/v1", "name": name, "description": desc, "phase": "decode", "requests": requests,
            "q_len": 1, "heads": {"H_q": hq, "H_kv": hkv, "d_qk": d, "d_v": d}, "dtype": dtype, "cache": cache,
            "mask": mask or {"kind": "causal"}, "split": {"policy": "auto"}, "seed": 7,
@@ -62,6 +64,11 @@ def cases():
             yield fx(f"b512-t256-g4-paged{ps}" + ("-sequential" if seq else ""),
                      f"B=512, T=256 in {ps}-key pages, {what}: the page-size share.", {"count": 512, "kv_len": 256}, 32, 8,
                      "paged_nhd", page_order="sequential" if seq else None, page_size=ps)
+    # ... and by how far the shuffle scatters its 16-key pages: within 2 MiB of K (64 pool pages) and 32 MiB (1024)
+    for g, span in ((64, "2 MiB"), (1024, "32 MiB")):
+        yield fx(f"b512-t256-g4-paged16-group{g}", f"B=512, T=256 paged, pool pages shuffled only within groups of {g} "
+                 f"({span} of K): the shuffle span's share.", {"count": 512, "kv_len": 256}, 32, 8, "paged_nhd",
+                 shuffle_group=g)
     # ... and the caches whose whole tiles take cp.async, not TMA boxes: pages under 8 keys, HND layouts,
     # and 1-key pages at the serving shapes' other head dims (docs/kernels.md, "Tile pipeline")
     yield fx("b64-t2048-g4-paged4", "B=64, T=2048 in 4-key pages: cp.async tiles.", short, 32, 8, "paged_nhd", page_size=4)
