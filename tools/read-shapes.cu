@@ -7,9 +7,9 @@
 // (request, K/V head) item as dkb's direct plan launches them, equal runs, a global counter, chains of
 // items), the spins, the order of 16-row pages (contiguous or shuffled through the pool; K and V in pools
 // of their own or a page's K and V side by side in one), and which requests the CTAs sharing an SM read at
-// once (SM runs). The roofline's own read (kernels/roofline.cu,
-// linked) is the reference. Each shape is timed as the mean of 10 back-to-back launches (median of
-// BATCHES batches), so the rows compare with each other, not with dkb bench.
+// once (SM runs). The roofline's own read (kernels/roofline.cu, linked) is the reference. Each shape is
+// timed as the mean of 10 back-to-back launches (median of BATCHES batches), so the rows compare with each
+// other, not with dkb bench.
 // docs/kernels.md ("Read shapes") has what it measured: on H200s, and the SM runs on H100s and an H200.
 // usage: build/read-shapes [BATCHES]   (make build/read-shapes)
 #include <cstdio>
