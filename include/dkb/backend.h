@@ -279,6 +279,22 @@ typedef const struct dkb_plugin *(*dkb_plugin_entry_fn)(void);
 
 #ifdef __cplusplus
 }
+
+/* For a C++ plugin's admit: one admission's reasons as one object, so each check reads
+ * r.add('L', "page_size=%d unsupported", ps); the first cap are kept, through dkb_reason_vadd. */
+struct dkb_reasons {
+  struct dkb_reason *out;
+  int cap, n;
+#if defined(__GNUC__)
+  __attribute__((format(printf, 3, 4)))
+#endif
+  void add(char factor, const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    dkb_reason_vadd(out, cap, &n, factor, fmt, ap);
+    va_end(ap);
+  }
+};
 #endif
 
 #endif

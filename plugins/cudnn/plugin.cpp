@@ -7,7 +7,6 @@
 #include <cudnn.h>
 #include <cudnn_frontend_version.h>
 
-#include <cstdarg>
 #include <cstdint>
 #include <cstdio>
 #include <exception>
@@ -50,20 +49,8 @@ const char *mask_name(int32_t m) {
 
 bool power_of_two(int64_t x) { return x > 0 && (x & (x - 1)) == 0; }
 
-/* The reasons of one admission: the first cap failed checks (cap >= 1, so a refusal always shows). */
-struct reasons {
-  struct dkb_reason *r;
-  int cap, n;
-  void add(char factor, const char *fmt, ...) __attribute__((format(printf, 3, 4))) {
-    va_list ap;
-    va_start(ap, fmt);
-    dkb_reason_vadd(r, cap, &n, factor, fmt, ap);
-    va_end(ap);
-  }
-};
-
 /* Each factor of article 0x07B in evaluation order; a call is eligible when none adds a reason. */
-void admit_installed(reasons &out) {
+void admit_installed(dkb_reasons &out) {
   size_t v = cudnnGetVersion();
   if (v / 10000 != CUDNN_MAJOR)
     out.add('I', "cudnn=%s unsupported (built against %s)", version_text(v).c_str(),
@@ -73,18 +60,18 @@ void admit_installed(reasons &out) {
     out.add('I', "cudnn=%s unsupported (sdpa decode needs 9.10.2 or newer)", version_text(v).c_str());
 }
 
-void admit_phase(const struct dkb_call *c, reasons &out) {
+void admit_phase(const struct dkb_call *c, dkb_reasons &out) {
   if (c->phase != DKB_ABI_DECODE) out.add('P', "phase=append unsupported (the plugin does not write the cache)");
 }
 
-void admit_hardware(const struct dkb_call *c, reasons &out) {
+void admit_hardware(const struct dkb_call *c, dkb_reasons &out) {
   if (c->compute_capability < 0)
     out.add('H', "compute_capability unknown: no CUDA device");
   else if (c->compute_capability < 80)
     out.add('H', "compute_capability=%d unsupported (cudnn sdpa needs sm_80 or newer)", c->compute_capability);
 }
 
-void admit_dtypes(const struct dkb_call *c, reasons &out) {
+void admit_dtypes(const struct dkb_call *c, dkb_reasons &out) {
   if (c->dtype != DKB_ABI_F16 && c->dtype != DKB_ABI_BF16) out.add('D', "dtype=%s unsupported", dtype_name(c->dtype));
   if (c->kv_dtype != c->dtype)
     out.add('K', "kv_dtype=%s unsupported with dtype=%s (one storage dtype)", dtype_name(c->kv_dtype),
@@ -92,19 +79,19 @@ void admit_dtypes(const struct dkb_call *c, reasons &out) {
 }
 
 /* Head widths: cuDNN's SDPA takes multiples of 8 up to 256 (sdpa_support_surface.h). */
-void admit_shape(const struct dkb_call *c, reasons &out) {
+void admit_shape(const struct dkb_call *c, dkb_reasons &out) {
   if (c->q_len != 1) out.add('Q', "q_len=%d unsupported (one-token decode)", c->q_len);
   if (c->d_qk < 8 || c->d_qk > 256 || c->d_qk % 8) out.add('Q', "head_dim_qk=%d unsupported", c->d_qk);
   if (c->d_v < 8 || c->d_v > 256 || c->d_v % 8) out.add('Q', "head_dim_vo=%d unsupported", c->d_v);
 }
 
-void admit_grouping(const struct dkb_call *c, reasons &out) {
+void admit_grouping(const struct dkb_call *c, dkb_reasons &out) {
   if (c->H_kv < 1 || c->H_q % c->H_kv) out.add('G', "gqa H_q=%d H_kv=%d unsupported", c->H_q, c->H_kv);
 }
 
 /* Contiguous caches as strided tensors (or ragged offsets when rows are remapped), ragged caches with
  * ragged offsets, paged caches as cuDNN's container + dense page table (CSR tables converted in plan). */
-void admit_layout(const struct dkb_call *c, reasons &out) {
+void admit_layout(const struct dkb_call *c, dkb_reasons &out) {
   switch (c->layout) {
     case DKB_ABI_CONTIGUOUS_NHD:
     case DKB_ABI_CONTIGUOUS_HND:
@@ -125,7 +112,7 @@ void admit_layout(const struct dkb_call *c, reasons &out) {
  * (keys in (q - window, q]) is cuDNN's bottom-right diagonal band with left bound = window, or no mask
  * when it covers the longest request; cuDNN has no sink keys, so a window with a sink is exact only in
  * that second case. */
-void admit_mask(const struct dkb_call *c, reasons &out) {
+void admit_mask(const struct dkb_call *c, dkb_reasons &out) {
   if (c->mask_kind == DKB_ABI_MASK_NONE || c->mask_kind == DKB_ABI_MASK_CAUSAL) return;
   if (c->mask_kind != DKB_ABI_MASK_SLIDING_WINDOW) {
     out.add('M', "mask=%s unsupported", mask_name(c->mask_kind));
@@ -142,7 +129,7 @@ void admit_mask(const struct dkb_call *c, reasons &out) {
  * it: on the H200 it split split1-direct's fixed:1 call 8 ways. So no fixed split, S = 1 included, no
  * chunk and no cap below the ABI's most (auto's max_splits) is a promise the plugin can keep: only auto
  * uncapped. Graph mode is admitted: launch is cudnnSetStream + execute, all on the stream. */
-void admit_lifecycle(const struct dkb_call *c, reasons &out) {
+void admit_lifecycle(const struct dkb_call *c, dkb_reasons &out) {
   if (c->split_policy == DKB_ABI_SPLIT_FIXED)
     out.add('C', "split=fixed:%d unsupported (the cudnn engine picks its own K/V split)", c->splits);
   if (c->split_policy == DKB_ABI_SPLIT_CHUNK)
@@ -161,7 +148,7 @@ int cudnn_sdpa_admit(const struct dkb_backend *self, const struct dkb_call *c, s
                                std::to_string(c->abi_version) + ", the plugin needs size " +
                                std::to_string(sizeof(struct dkb_call)) + ", abi " +
                                std::to_string(DKB_BACKEND_ABI_VERSION));
-    reasons out{r, cap, 0};
+    dkb_reasons out{r, cap, 0};
     admit_installed(out);
     admit_phase(c, out);
     admit_hardware(c, out);

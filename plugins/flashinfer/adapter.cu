@@ -235,7 +235,7 @@ int fi_admit(const struct dkb_backend *self, const struct dkb_call *call, struct
     if (!self || !self->user) return fail(g_error, "admit: backend is NULL");
     if (!n || (cap > 0 && !reasons) || cap < 0) return fail(g_error, "admit: reasons, cap or n invalid");
     if (check_call(call, g_error)) return DKB_BACKEND_ERROR;
-    Reasons r{reasons, cap, 0};
+    dkb_reasons r{reasons, cap, 0};
     admit_call(static_cast<const Backend *>(self->user)->path, call, r);
     *n = r.n;
     return 0;
@@ -250,7 +250,7 @@ int plan_into(const struct dkb_backend *self, const struct dkb_call *c, struct d
   std::string &err = g_error;
   const int path = static_cast<const Backend *>(self->user)->path;
   struct dkb_reason rs[DKB_MAX_REASONS];
-  Reasons r{rs, DKB_MAX_REASONS, 0};
+  dkb_reasons r{rs, DKB_MAX_REASONS, 0};
   admit_call(path, c, r);
   if (r.n) return fail(err, "plan: the call is not admitted: %s (%c)", rs[0].text, rs[0].factor);
   int dev = -1;

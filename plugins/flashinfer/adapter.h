@@ -8,7 +8,6 @@
 #include "dkb/backend.h"
 #include "plugins/flashinfer/fi.h"
 
-#include <cstdarg>
 #include <cstdio>
 #include <string>
 
@@ -21,22 +20,10 @@ const char *dtype_name(int t);
 
 /* ---- admission (admit.cu) ---- */
 
-/* The reasons a call is refused, in the factor order of backend.h, up to cap. */
-struct Reasons {
-  struct dkb_reason *out;
-  int cap, n;
-  void add(char factor, const char *fmt, ...) __attribute__((format(printf, 3, 4))) {
-    va_list ap;
-    va_start(ap, fmt);
-    dkb_reason_vadd(out, cap, &n, factor, fmt, ap);
-    va_end(ap);
-  }
-};
-
 /* The compiled instance of a path, dtype, head dim and sliding window, or NULL. */
 const Instance *find_instance(int path, int dtype, int head_dim, bool swa);
 /* Every check in the factor order of backend.h; every reason is true of the instances compiled. */
-void admit_call(int path, const struct dkb_call *c, Reasons &r);
+void admit_call(int path, const struct dkb_call *c, dkb_reasons &r);
 
 /* ---- the page table FlashInfer is given (page_table.cu) ---- */
 

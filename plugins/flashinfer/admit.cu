@@ -73,7 +73,7 @@ int64_t max_planner_splits(int path, const struct dkb_call *c) {
 
 bool cuda_core_group(int64_t g) { return g == 1 || g == 2 || g == 3 || g == 4 || g == 6 || g == 8 || g == 16; }
 
-void admit_layout(const struct dkb_call *c, Reasons &r) {
+void admit_layout(const struct dkb_call *c, dkb_reasons &r) {
   const int64_t d = c->d_qk, H = c->H_kv;
   switch (c->layout) {
   case DKB_ABI_PAGED_NHD:
@@ -112,7 +112,7 @@ void admit_layout(const struct dkb_call *c, Reasons &r) {
   }
 }
 
-void admit_split(int path, const struct dkb_call *c, Reasons &r) {
+void admit_split(int path, const struct dkb_call *c, dkb_reasons &r) {
   const int64_t P = flashinfer_page_size(c);
   switch (c->split_policy) {
   case DKB_ABI_SPLIT_AUTO: {
@@ -142,7 +142,7 @@ void admit_split(int path, const struct dkb_call *c, Reasons &r) {
 }  // namespace
 
 /* Every check in the factor order of backend.h; every reason is true of the instances compiled. */
-void admit_call(int path, const struct dkb_call *c, Reasons &r) {
+void admit_call(int path, const struct dkb_call *c, dkb_reasons &r) {
   if (c->phase != DKB_ABI_DECODE) r.add('P', "phase=append unsupported");
   if (c->compute_capability < 0) r.add('H', "compute_capability unknown: no CUDA device");
   else if (c->compute_capability != 90)
