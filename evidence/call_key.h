@@ -29,7 +29,9 @@ enum call_key_need {
 
 /* X(id, pointer, type, need): id names the writer ck_<id> in harness/decode_call.c; pointer is the
  * member's JSON Pointer, an object before its members. A writer returns NULL for a field that does not
- * apply to the call (page_table of a contiguous cache, mask/sink without a sliding window, ...). */
+ * apply to the call (page_table of a contiguous cache, mask/sink without a sliding window, ...), or, for
+ * where the pool's pages lie (page_order, shuffle_group, pool_extra_pages), where the fixture keeps dkb's
+ * default pool: absent there means pages shuffled through the whole pool with its default unused pages. */
 #define CALL_KEY_FIELDS(X)                                                  \
   X(schema, "/schema", CK_STR, CK_WRITTEN)                                  \
   X(phase, "/phase", CK_STR, CK_REQUIRED)                                   \
@@ -46,6 +48,9 @@ enum call_key_need {
   X(cache_layout, "/cache_layout", CK_STR, CK_REQUIRED)                     \
   X(page_size, "/page_size", CK_INT_OR_NULL, CK_REQUIRED)                   \
   X(page_table, "/page_table", CK_STR, CK_WRITTEN)                          \
+  X(page_order, "/page_order", CK_STR, CK_TYPED)                            \
+  X(shuffle_group, "/shuffle_group", CK_INT, CK_TYPED)                      \
+  X(pool_extra_pages, "/pool_extra_pages", CK_INT, CK_TYPED)                \
   X(cache_capacity, "/cache_capacity", CK_INT, CK_WRITTEN)                  \
   X(cache_batch_idx, "/cache_batch_idx", CK_ARR, CK_WRITTEN)                \
   X(mask, "/mask", CK_STR_OR_OBJ, CK_REQUIRED)                              \

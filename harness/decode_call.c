@@ -137,7 +137,7 @@ static int read_cache(struct jr *r, const json_t *doc, struct decode_call *c) {
       return jr_fail(r, P, "shuffle_group", "only applies to page_order 'shuffled' (page_order is 'sequential')");
     if (jr_int(r, o, P, "shuffle_group", 0, 2, INT32_MAX, &v)) return -1;
     c->shuffle_group = v;
-    v = 8;
+    v = DKB_POOL_EXTRA_PAGES;
     if (jr_int(r, o, P, "pool_extra_pages", 0, 0, 1 << 20, &v)) return -1;
     c->pool_extra_pages = v;
   } else {
@@ -415,6 +415,19 @@ static json_t *ck_cache_layout(const struct decode_call *c) { return json_string
 static json_t *ck_page_size(const struct decode_call *c) { return kv_layout_paged(c->layout) ? json_integer(c->page_size) : json_null(); }
 static json_t *ck_page_table(const struct decode_call *c) {
   return kv_layout_paged(c->layout) ? json_string(c->table == KV_TABLE_DENSE ? "dense" : "csr") : NULL;
+}
+/* Where the pool's pages lie costs a kernel's reads (docs/kernels.md, "The shuffle costs by how far it
+ * scatters"), so the key says it; each field is written only where the fixture departs from the default pool
+ * (pages shuffled through the whole pool, DKB_POOL_EXTRA_PAGES unused), which keeps the digests of calls on
+ * the default pool what they were before the fields existed. */
+static json_t *ck_page_order(const struct decode_call *c) {
+  return kv_layout_paged(c->layout) && !c->shuffle_pages ? json_string("sequential") : NULL;
+}
+static json_t *ck_shuffle_group(const struct decode_call *c) {
+  return int_if(kv_layout_paged(c->layout) && c->shuffle_pages && c->shuffle_group > 0, c->shuffle_group);
+}
+static json_t *ck_pool_extra_pages(const struct decode_call *c) {
+  return int_if(kv_layout_paged(c->layout) && c->pool_extra_pages != DKB_POOL_EXTRA_PAGES, c->pool_extra_pages);
 }
 static json_t *ck_cache_capacity(const struct decode_call *c) { return int_if(kv_layout_contiguous(c->layout), c->T_cap); }
 static json_t *ck_cache_batch_idx(const struct decode_call *c) {

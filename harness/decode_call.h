@@ -14,6 +14,9 @@ enum call_phase { PHASE_DECODE, PHASE_APPEND };
 enum split_policy { SPLIT_FIXED, SPLIT_AUTO, SPLIT_CHUNK };
 enum mask_program_kind { MASKGEN_EXPLICIT, MASKGEN_DOCUMENTS };
 
+/* A paged fixture's pool holds this many unused pages unless /cache/pool_extra_pages says otherwise. */
+#define DKB_POOL_EXTRA_PAGES 8
+
 struct decode_call {
   char file[512];            /* fixture path */
   char name[128];
@@ -30,7 +33,7 @@ struct decode_call {
   int layout;                /* enum kv_layout_kind */
   int table;                 /* enum kv_table_kind */
   int64_t page_size;         /* paged */
-  int64_t pool_extra_pages;  /* paged: unused pool pages (poisoned) */
+  int64_t pool_extra_pages;  /* paged: unused pool pages (poisoned), DKB_POOL_EXTRA_PAGES unless the fixture says */
   int shuffle_pages;         /* paged: physical page ids are a seeded permutation */
   int64_t shuffle_group;     /* shuffled pages: permuted within consecutive groups of this many pool pages; 0: the pool */
   int64_t T_cap;             /* contiguous: capacity per cache row */

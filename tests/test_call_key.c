@@ -18,9 +18,12 @@
 #include "lib/jread.h"
 
 /* For each row of CALL_KEY_FIELDS: a fixture where the field applies and one change to that fixture that
- * must change the field (fixture NULL: the field is a constant of the key). */
+ * must change the field (fixture NULL: the field is a constant of the key). A field written only where the
+ * fixture departs from a default (the pool's placement) is absent from the fixture's key and present after
+ * the change (off_default). */
 static const struct flip {
   const char *id, *fixture, *pointer, *value;
+  int off_default;
 } FLIPS[] = {
     {"schema", NULL, NULL, NULL},
     {"phase", "default", "/phase", "\"append\""},
@@ -37,6 +40,9 @@ static const struct flip {
     {"cache_layout", "default", "/cache/layout", "\"paged_hnd\""},
     {"page_size", "default", "/cache/page_size", "32"},
     {"page_table", "default", "/cache/table", "\"dense\""},
+    {"page_order", "default", "/cache/page_order", "\"sequential\"", 1},
+    {"shuffle_group", "default", "/cache/shuffle_group", "64", 1},
+    {"pool_extra_pages", "default", "/cache/pool_extra_pages", "0", 1},
     {"cache_capacity", "ragged-contig-hnd-fp16-d64-g1-remap", "/cache/capacity", "4200"},
     {"cache_batch_idx", "ragged-contig-hnd-fp16-d64-g1-remap", "/requests/0/cache_row", "12"},
     {"mask", "default", "/mask", "{\"kind\": \"none\"}"},
@@ -107,7 +113,8 @@ static const struct flip *flip_of(const char *id) {
   return NULL;
 }
 
-/* Each field of the table, changed in its fixture, changes that field of the key and the key's digest. */
+/* Each field of the table, changed in its fixture, changes that field of the key and the key's digest; the
+ * pool's placement appears in the key exactly where the fixture leaves the default pool. */
 static void every_field_follows_its_fixture_input(void **s) {
   (void)s;
   for (size_t i = 0; i < NFLIPS; i++) {
@@ -132,10 +139,12 @@ static void every_field_follows_its_fixture_input(void **s) {
     json_t *doc = load_json(path);
     json_t *key = key_of(doc, path, before);
     const json_t *was = jr_resolve(key, f->pointer);
-    if (!was) fail_msg("%s: the key has no %s", fl->fixture, f->pointer);
+    if (!was && !fl->off_default) fail_msg("%s: the key has no %s", fl->fixture, f->pointer);
+    if (was && fl->off_default) fail_msg("%s: the key writes %s for the default", fl->fixture, f->pointer);
     set_at(doc, fl->pointer, fl->value);
     json_t *key2 = key_of(doc, path, after);
     const json_t *now = jr_resolve(key2, f->pointer);
+    if (!now && fl->off_default) fail_msg("%s with %s = %s: the key has no %s", fl->fixture, fl->pointer, fl->value, f->pointer);
     if (now && json_equal(was, now)) fail_msg("%s with %s = %s: the key's %s did not change", fl->fixture, fl->pointer, fl->value, f->pointer);
     if (!strcmp(before, after)) fail_msg("%s with %s = %s: the call-key digest did not change", fl->fixture, fl->pointer, fl->value);
     json_decref(key);
