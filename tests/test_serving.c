@@ -1,6 +1,6 @@
 /* test_serving.c - the serving matrix (fixtures/bench/serving.json) and its targets: the generator writes
  * every bench fixture byte for byte; the matrix puts the issue's targets on dkb's cases, side by side with
- * FlashInfer and cuDNN; "read_fraction >= F" (the call's speed as a fraction of its same-bytes read's),
+ * FlashInfer's two decodes and cuDNN; "read_fraction >= F" (the call's speed as a fraction of its same-bytes read's),
  * paged "within P %" of contiguous and "auto within P %" of the best forced split are each met at or just
  * inside their edge and missed just past it, and recomputed by tests/bench_check.py. */
 #include "tests/util.h"
@@ -309,6 +309,9 @@ static void the_generator_writes_every_bench_fixture_byte_for_byte(void **s) {
   run_result_release(&r);
 }
 
+/* serving.json's backends: dkb's and its three peers (FlashInfer's two decodes, cuDNN's SDPA) */
+#define NB 4
+
 static double dtype_bytes(const char *dtype) { return !strcmp(dtype, "fp32") ? 4 : 2; }
 
 /* The matrix the issue asks for: its entries in order, each once per backend (dkb first); the targets on
@@ -332,19 +335,20 @@ static void the_serving_matrix_puts_the_issues_targets_on_dkbs_cases(void **s) {
   struct dkb_err e;
   dkb_err_clear(&e);
   if (bench_matrix_load("fixtures/bench/serving.json", &m, &e)) fail_msg("%s", e.msg);
-  assert_int_equal(m.nbackends, 3);
+  assert_int_equal(m.nbackends, NB);
   assert_string_equal(m.backends[0], "dkb_split_kv");
   assert_string_equal(m.backends[1], "flashinfer_decode");
-  assert_string_equal(m.backends[2], "cudnn_sdpa");
+  assert_string_equal(m.backends[2], "flashinfer_decode_tc");
+  assert_string_equal(m.backends[3], "cudnn_sdpa");
   assert_true(m.auto_within_pct == 3);
-  assert_int_equal(m.n, ne * 3);
+  assert_int_equal(m.n, ne * NB);
   int read97 = 0, read85 = 0, within = 0;
   for (int i = 0; i < m.n; i++) {
     const struct bench_case *c = &m.cases[i];
-    assert_string_equal(c->name, names[i / 3]);
-    assert_string_equal(c->backend, m.backends[i % 3]);
-    if (i % 3 || c->forced_splits) {  /* a peer's case, or a forced split: no target */
-      assert_int_equal(c->peer_of, i % 3 ? i - i % 3 : -1);
+    assert_string_equal(c->name, names[i / NB]);
+    assert_string_equal(c->backend, m.backends[i % NB]);
+    if (i % NB || c->forced_splits) {  /* a peer's case, or a forced split: no target */
+      assert_int_equal(c->peer_of, i % NB ? i - i % NB : -1);
       assert_true(c->want_frac == 0 && c->want_visible_frac == 0 && c->want_read_frac == 0 && c->within_ref < 0);
       continue;
     }
@@ -388,18 +392,20 @@ static void the_serving_matrix_judges_paged_against_contiguous_and_peers(void **
   if (bench_matrix_load("fixtures/bench/serving.json", &m, &e)) fail_msg("%s", e.msg);
   for (int i = 0; i < m.n; i++) {
     struct bench_case *c = &m.cases[i];
-    /* of the plugins' forced splits cuDNN admits a fixed split of 1 only, FlashInfer's CUDA-core decode none */
-    if (i % 3 && c->forced_splits && !(c->forced_splits == 1 && !strcmp(c->backend, "cudnn_sdpa"))) {
+    /* of the plugins' forced splits cuDNN and FlashInfer's tensor-core decode admit a fixed split of 1 only,
+     * its CUDA-core decode none */
+    const int split1 = c->forced_splits == 1 && (!strcmp(c->backend, "cudnn_sdpa") || !strcmp(c->backend, "flashinfer_decode_tc"));
+    if (i % NB && c->forced_splits && !split1) {
       refused(c);
       continue;
     }
-    timed(c, c->backend, 100.0 * (i % 3 ? 1.1 : 1), 0);
+    timed(c, c->backend, 100.0 * (i % NB ? 1.1 : 1), 0);
   }
-  struct bench_case *paged16 = &m.cases[4 * 3], *paged64 = &m.cases[5 * 3];
+  struct bench_case *paged16 = &m.cases[4 * NB], *paged64 = &m.cases[5 * NB];
   assert_string_equal(paged16->name, "b64-t2048-g4-paged16");
   paged16->median_us = 102.99;
   paged64->median_us = 103.01;
-  m.cases[2 * 3].median_us = 97.2;  /* b64 contig split 2: auto +2.88 % */
+  m.cases[2 * NB].median_us = 97.2;  /* b64 contig split 2: auto +2.88 % */
   struct bench_roofline r = {0};
   for (int i = 0; i < m.n; i++) bench_case_rates(&m.cases[i], &r);
   struct bench_verdict v[400];
@@ -424,8 +430,8 @@ static void the_serving_matrix_judges_paged_against_contiguous_and_peers(void **
       if (c == paged16 || c == paged64) assert_true(strstr(v[i].what, "of b64-t2048-g4-contig") != NULL);
     }
   }
-  /* 28 entries x 2 peers, and each admitted a forced split of 1 of cuDNN's 3 split entries */
-  assert_int_equal(peers, 28 * 2 + 3);
+  /* 28 entries x 3 peers, and two of them admitted a forced split of 1 of the 3 split-1 entries */
+  assert_int_equal(peers, 28 * 3 + 2 * 3);
   assert_int_equal(autos, 3);
   assert_int_equal(reads, 28);
   assert_int_equal(withins, 15);
