@@ -108,6 +108,56 @@ static int plan_one_head(const struct decode_call *c) {
   return c->layout == KV_CONTIG_NHD && c->dk > 64 && c->dk <= 128 && (int64_t)(c->H_q / c->H_kv) * c->C <= 4;
 }
 
+/* A CTA's fixed cost in tile times: the prologue of dependent loads (item, length, page list, first
+ * copy), the warp merge and the state store, and the merge of its slot. Fitted on the H200 (bf16,
+ * d = 128): at B4 T4096 a second wave of 4-tile CTAs (split 16, 36.7 us) costs 8 us more than one wave
+ * of 8-tile CTAs (split 8, 28.6 us) at 0.9 us per tile, about 9 tiles. */
+enum { kPlanCtaCostTiles = 9 };
+
+static int cmp_desc(const void *a, const void *b) {
+  const int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+  return x > y ? -1 : x < y;
+}
+
+/* Makespan of greedy list scheduling of the CTA costs (sorted longest first) on `slots` workers; heap
+ * is scratch for `slots` finish times. */
+static int64_t lpt_makespan(const int64_t *cost, int64_t n, int64_t *heap, int slots) {
+  int64_t end = 0;
+  for (int i = 0; i < slots; i++) heap[i] = 0;
+  for (int64_t k = 0; k < n; k++) {
+    int64_t f = heap[0] + cost[k];
+    end = f > end ? f : end;
+    /* sift the root down with its new finish time (min-heap) */
+    int i = 0;
+    for (;;) {
+      int l = 2 * i + 1, r = l + 1, m = i;
+      int64_t v = f;
+      if (l < slots && heap[l] < v) { m = l; v = heap[l]; }
+      if (r < slots && heap[r] < v) m = r;
+      if (m == i) break;
+      heap[i] = heap[m];
+      i = m;
+    }
+    heap[i] = f;
+  }
+  return end;
+}
+
+/* The plan's makespan in tile times (of `tile` keys) with one K/V head a CTA: each (item, head) a CTA costing
+ * its tiles and kPlanCtaCostTiles, list-scheduled longest first on `slots`. */
+static int64_t one_head_makespan(const struct decode_call *c, const struct decode_plan *p, int64_t tile, int slots) {
+  const int64_t n = (int64_t)p->n_items * c->H_kv;
+  int64_t *cost = DKB_MALLOC((size_t)n * sizeof *cost), *heap = DKB_MALLOC((size_t)slots * sizeof *heap);
+  for (int i = 0, k = 0; i < p->n_items; i++)
+    for (int h = 0; h < c->H_kv; h++)
+      cost[k++] = (p->item_hi[i] - p->item_lo[i] + tile - 1) / tile + kPlanCtaCostTiles;
+  qsort(cost, (size_t)n, sizeof *cost, cmp_desc);
+  const int64_t t = lpt_makespan(cost, n, heap, slots);
+  free(cost);
+  free(heap);
+  return t;
+}
+
 /* Two or four K/V heads a producer CTA in a direct plan divide the CTAs each slot runs in turn, and a CTA's
  * ends cost the call about 0.9 us contiguous and 2.2 us in 16-key pages (docs/performance.md, "What a CTA
  * costs"), so the most heads are taken whose grid still fills the device: at least 95 % of one wave's slots,
@@ -117,10 +167,19 @@ static int plan_heads(const struct decode_call *c, const struct plan_opts *o, co
   if (o->hp_max < 2 || !p->direct || p->fused || p->cluster > 1 || plan_one_head(c)) return 1;
   const int64_t slots = (int64_t)plan_sms(o) * plan_wave_ctas(o);
   const int64_t one = (int64_t)p->n_items * c->H_kv, w1 = (one + slots - 1) / slots;
+  /* items run longest first: item 0's tiles are the longest CTA's, times its heads */
+  const int64_t tile = o->tile_tokens > 0 ? o->tile_tokens : 1;
+  const int64_t longest = p->n_items ? (p->item_hi[0] - p->item_lo[0] + tile - 1) / tile : 0;
+  int64_t m1 = -1;
   for (int hp = o->hp_max; hp > 1; hp /= 2) {
     const int64_t n = one / hp, w = (n + slots - 1) / slots;
     /* filled fraction of the waves, as a ratio: ctas / (waves * slots) */
-    if (c->H_kv % hp == 0 && n * 100 >= slots * 95 && n * 100 * w1 >= one * 95 * w) return hp;
+    if (c->H_kv % hp != 0 || n * 100 < slots * 95 || n * 100 * w1 < one * 95 * w) continue;
+    /* ... and no CTA of hp heads outlasting the one-head plan's schedule: in a ragged batch whose long
+     * requests run unsplit, the CTA holding a long request's heads is the call (the serving batch forced to
+     * one split on an H100: two heads a CTA 1215.71 us, FlashInfer's one-head CTAs 502.37) */
+    if (m1 < 0) m1 = one_head_makespan(c, p, tile, (int)slots);
+    if (hp * longest + kPlanCtaCostTiles <= m1) return hp;
   }
   return 1;
 }
@@ -157,41 +216,6 @@ static int64_t max_item_pages(const struct decode_call *c, const struct decode_p
     if (n > most) most = n;
   }
   return most;
-}
-
-/* A CTA's fixed cost in tile times: the prologue of dependent loads (item, length, page list, first
- * copy), the warp merge and the state store, and the merge of its slot. Fitted on the H200 (bf16,
- * d = 128): at B4 T4096 a second wave of 4-tile CTAs (split 16, 36.7 us) costs 8 us more than one wave
- * of 8-tile CTAs (split 8, 28.6 us) at 0.9 us per tile, about 9 tiles. */
-enum { kPlanCtaCostTiles = 9 };
-
-static int cmp_desc(const void *a, const void *b) {
-  const int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
-  return x > y ? -1 : x < y;
-}
-
-/* Makespan of greedy list scheduling of the CTA costs (sorted longest first) on `slots` workers; heap
- * is scratch for `slots` finish times. */
-static int64_t lpt_makespan(const int64_t *cost, int64_t n, int64_t *heap, int slots) {
-  int64_t end = 0;
-  for (int i = 0; i < slots; i++) heap[i] = 0;
-  for (int64_t k = 0; k < n; k++) {
-    int64_t f = heap[0] + cost[k];
-    end = f > end ? f : end;
-    /* sift the root down with its new finish time (min-heap) */
-    int i = 0;
-    for (;;) {
-      int l = 2 * i + 1, r = l + 1, m = i;
-      int64_t v = f;
-      if (l < slots && heap[l] < v) { m = l; v = heap[l]; }
-      if (r < slots && heap[r] < v) m = r;
-      if (m == i) break;
-      heap[i] = heap[m];
-      i = m;
-    }
-    heap[i] = f;
-  }
-  return end;
 }
 
 int plan_auto_splits(const int64_t *tiles, int n, int heads, int slots, int max_splits) {

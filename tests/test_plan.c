@@ -170,6 +170,38 @@ static void direct_plans_take_the_most_kv_heads_a_cta_whose_grid_still_fills_the
   }
 }
 
+/* Heads are packed only where no CTA of them outlasts the one-head plan's schedule: the ragged serving batch
+ * (60 requests of 64-2048 keys, 4 of 16385-32768) forced to one split has its long requests' heads unsplit, and
+ * two a CTA made the CTA of a 32768-key request's two heads the call (1215.71 us on an H100, FlashInfer's
+ * tensor-core decode's one-head CTAs 502.37); one head a CTA there. Its auto plan, which cuts the long requests,
+ * keeps split plans' one head; a uniform batch keeps its heads (B64 T2048 in pages two, B128 T1024 GQA 8 four). */
+static void a_ragged_batchs_long_requests_keep_one_head_a_cta_unsplit(void **s) {
+  (void)s;
+  struct dkb_err e;
+  json_t *doc = jr_load_file("fixtures/bench/ragged64-long4-paged16.json", &e);
+  if (!doc) fail_msg("%s", e.msg);
+  json_object_set_new(doc, "split", json_pack("{s:s,s:i}", "policy", "fixed", "splits", 1));
+  char *text = json_dumps(doc, 0);
+  const char *split1 = tmp_file("ragged64-split1.json", text);
+  free(text);
+  json_decref(doc);
+  struct { const char *path; int direct, heads; } cases[] = {
+      {split1, 1, 1},
+      {"fixtures/bench/ragged64-long4-paged16.json", 0, 1},
+      {"fixtures/bench/b64-t2048-g4-paged16.json", 1, 2},
+      {"fixtures/bench/b128-t1024-g8-paged16.json", 1, 4}};
+  for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
+    struct decode_call c;
+    struct decode_inputs in;
+    struct decode_plan pl;
+    plan_fixture(cases[k].path, &c, &in, &pl);
+    if (pl.direct != cases[k].direct || pl.kv_heads_per_cta != cases[k].heads)
+      fail_msg("%s: direct %d, %d K/V heads a CTA; want direct %d, %d", cases[k].path, pl.direct, pl.kv_heads_per_cta,
+               cases[k].direct, cases[k].heads);
+    release_planned(&c, &in, &pl);
+  }
+}
+
 /* A direct plan of at least 8 one-head CTAs a slot of three an SM (132 SMs x 3: 396 slots) runs them one head a
  * CTA on the producer built for three CTAs an SM (d = 128), contiguous and paged: B512 T256 (4096 CTAs, 10.3 a
  * slot) and the two `three-per-sm-*` fixtures (3200, 8.1). From 4 a slot, a contiguous one does where its CTA
@@ -387,6 +419,7 @@ static void gpu_tensor_core_producers_run_the_ctas_per_sm_the_planner_counts(voi
 DKB_TEST_GROUP(plan, cmocka_unit_test(plan_items_cover_visible_keys_exactly),
                cmocka_unit_test(plan_counts_tile_classes_as_counted_by_hand),
                cmocka_unit_test(direct_plans_take_the_most_kv_heads_a_cta_whose_grid_still_fills_the_device),
+               cmocka_unit_test(a_ragged_batchs_long_requests_keep_one_head_a_cta_unsplit),
                cmocka_unit_test(direct_plans_of_many_short_ctas_run_three_one_head_ctas_an_sm),
                cmocka_unit_test(kernels_admit_four_kv_heads_at_d128_and_two_wherever_four_are),
                cmocka_unit_test(auto_split_minimizes_the_lpt_makespan),
