@@ -82,6 +82,9 @@ static void cut(struct builder *bl, int b, const struct range *r, int nr, int64_
   }
 }
 
+/* Keys a tile, as the items are cut: the kernel's (plan_opts.tile_tokens), or 64 where none was given. */
+static int64_t plan_tile(const struct plan_opts *o) { return o->tile_tokens > 0 ? o->tile_tokens : 64; }
+
 /* The device's SMs, or the H100's and H200's 132 where no device was asked (plan_opts.sm_count 0). */
 static int plan_sms(const struct plan_opts *o) { return o->sm_count > 0 ? o->sm_count : 132; }
 
@@ -168,7 +171,7 @@ static int plan_heads(const struct decode_call *c, const struct plan_opts *o, co
   const int64_t slots = (int64_t)plan_sms(o) * plan_wave_ctas(o);
   const int64_t one = (int64_t)p->n_items * c->H_kv, w1 = (one + slots - 1) / slots;
   /* items run longest first: item 0's tiles are the longest CTA's, times its heads */
-  const int64_t tile = o->tile_tokens > 0 ? o->tile_tokens : 1;
+  const int64_t tile = plan_tile(o);
   const int64_t longest = p->n_items ? (p->item_hi[0] - p->item_lo[0] + tile - 1) / tile : 0;
   int64_t m1 = -1;
   for (int hp = o->hp_max; hp > 1; hp /= 2) {
@@ -293,7 +296,7 @@ static void order_longest_first(struct decode_plan *p, int by_request) {
 int plan_build(const struct decode_call *c, const struct decode_inputs *in, const struct plan_opts *o,
                struct decode_plan *p, struct dkb_err *err) {
   memset(p, 0, sizeof *p);
-  const int64_t T = o->tile_tokens > 0 ? o->tile_tokens : 64;
+  const int64_t T = plan_tile(o);
   struct builder bl = {p, &in->L, 0};
   struct range **rs = DKB_CALLOC((size_t)c->B, sizeof *rs);
   int *nr = DKB_CALLOC((size_t)c->B, sizeof *nr);
