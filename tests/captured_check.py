@@ -16,10 +16,14 @@ usage: captured_check.py bundles [DIR]        the bundle folders of DIR (default
                                               x and is the two-, four-head or three-CTA producer exactly when the
                                               plan says so
        captured_check.py runs [INDEX]         the index's runs, one a line, once its entries and the folders beside
-                                              it are the same set and exactly one entry is the baseline; else exit 1
+                                              it are the same set and the baselines are the smoke's kind of run, at
+                                              least one and one a card (the GPU's name); else exit 1
        captured_check.py run NAME [INDEX]     the run's folder and bench.json against its entry; exit 1 with one line
                                               per disagreement
-       captured_check.py baseline [INDEX]     the path of the baseline run's bench.json (tools/gpu-smoke.sh --bench)
+       captured_check.py baseline CARD [INDEX]
+                                              the path of the bench.json of CARD's baseline run (CARD: the GPU's name,
+                                              as nvidia-smi and the run's /device/device/name give it; for
+                                              tools/gpu-smoke.sh --bench); exit 1 when CARD has none
 INDEX defaults to fixtures/captured/bench/index.json; its runs' folders lie beside it. Only the standard
 library: the GPU machine's Python has no jsonschema, and gpu-smoke asks for the baseline there."""
 import glob
@@ -104,9 +108,8 @@ def runs(path=INDEX):
     bad += [f"{path}: run '{n}' has no folder {d}/{n}" for n in names if n not in folders]
     bad += [f"{path}: run '{n}' is listed {names.count(n)} times" for n in sorted(set(names)) if names.count(n) > 1]
     bad += [f"{d}/{f}: neither the index nor a run's folder" for f in others]
-    base = [r["name"] for r in idx["runs"] if r.get("baseline")]
-    if len(base) != 1:
-        bad.append(f"{path}: {len(base)} runs are the baseline ({', '.join(base) or 'none'}), want one")
+    if not bad:
+        bad += baseline_problems(idx, d, path)
     for line in bad:
         print(line, file=sys.stderr)
     if not bad:
@@ -157,19 +160,54 @@ def run(name, path=INDEX):
     return 1 if bad else 0
 
 
-def baseline(path=INDEX):
+SMOKE_MATRIX = "fixtures/bench/matrix.json"  # what tools/gpu-smoke.sh --bench runs, with --counters
+
+
+def card(d, name):
+    """The GPU's name of run folder d/name, as its bench.json recorded it (None without a GPU)."""
+    dev = json.load(open(os.path.join(d, name, "bench.json")))["device"]
+    return dev["device"]["name"] if dev.get("status") == "available" else None
+
+
+def baselines(idx, d):
+    """{card: [baseline runs of that card]}."""
+    by = {}
+    for r in idx["runs"]:
+        if r.get("baseline"):
+            by.setdefault(card(d, r["name"]), []).append(r["name"])
+    return by
+
+
+def baseline_problems(idx, d, path):
+    """A smoke compares a fresh run with the baseline of its own card, since two cards' medians differ by
+    the card: so a baseline is the run the smoke makes (the matrix, with --counters), there is one per card
+    at most, and one at least."""
+    bad = [f"{path}: baseline '{r['name']}' ran {r['matrix']} with flags {r['flags']}, where the smoke runs "
+           f"{SMOKE_MATRIX} with ['counters']" for r in idx["runs"]
+           if r.get("baseline") and (r["matrix"] != SMOKE_MATRIX or r["flags"] != ["counters"])]
+    by = baselines(idx, d)
+    bad += [f"{path}: {len(names)} runs are the baseline of {c} ({', '.join(names)}), want one"
+            for c, names in sorted(by.items(), key=str) if len(names) > 1]
+    if not by:
+        bad.append(f"{path}: no run is a baseline, want one a card")
+    return bad
+
+
+def baseline(gpu, path=INDEX):
     idx, d = load_index(path)
-    base = [r["name"] for r in idx["runs"] if r.get("baseline")]
-    if len(base) != 1:
-        print(f"{path}: {len(base)} baseline runs, want one", file=sys.stderr)
+    by = baselines(idx, d)
+    names = by.get(gpu, [])
+    if len(names) != 1:
+        have = ", ".join(f"{c}: {', '.join(n)}" for c, n in sorted(by.items(), key=str)) or "none"
+        print(f"{path}: {len(names)} baseline runs of {gpu}, want one (baselines: {have})", file=sys.stderr)
         return 1
-    print(os.path.join(d, base[0], "bench.json"))
+    print(os.path.join(d, names[0], "bench.json"))
     return 0
 
 
 def main():
     subs = {"bundles": (bundles, 0, 1), "extra-files": (extra_files, 1, 1), "clusters": (clusters, 1, 1), "heads": (heads, 1, 1),
-            "runs": (runs, 0, 1), "run": (run, 1, 2), "baseline": (baseline, 0, 1)}
+            "runs": (runs, 0, 1), "run": (run, 1, 2), "baseline": (baseline, 1, 2)}
     sub = subs.get(sys.argv[1] if len(sys.argv) > 1 else "")
     if not sub or not sub[1] <= len(sys.argv) - 2 <= sub[2]:
         sys.exit(__doc__)

@@ -259,7 +259,8 @@ static void captured_bench_runs_agree_with_the_index_and_recompute(void **s) {
 }
 
 /* The index and the folders beside it, in a copy: a folder without its entry, an entry without its folder, a
- * file that is neither, two baselines; an entry whose commit, --cold flag or L2-served cases disagree with
+ * file that is neither, two baselines of one card, a baseline the smoke could not compare with (another
+ * matrix, other flags), no baseline; an entry whose commit, --cold flag or L2-served cases disagree with
  * its run. Each is refused with what disagrees. */
 static void captured_bench_index_refuses_what_disagrees_with_its_runs(void **s) {
   (void)s;
@@ -267,7 +268,13 @@ static void captured_bench_index_refuses_what_disagrees_with_its_runs(void **s) 
       {EDIT " %1$s/index.json %1$s/index.json del /runs/0", "runs", "/before-launch-bounds-128-2: a folder without an entry"},
       {"rm -r %1$s/counters-cold", "runs", "run 'counters-cold' has no folder"},
       {"touch %1$s/notes.txt", "runs", "/notes.txt: neither the index nor a run's folder"},
-      {EDIT " %1$s/index.json %1$s/index.json set /runs/0/baseline true", "runs", "2 runs are the baseline"},
+      {EDIT " %1$s/index.json %1$s/index.json set /runs/1/baseline true", "runs",
+       "2 runs are the baseline of NVIDIA H200 (counters-warm, early-slot-index-b), want one"},
+      {EDIT " %1$s/index.json %1$s/index.json set /runs/0/baseline true", "runs",
+       "baseline 'before-launch-bounds-128-2' ran fixtures/bench/matrix.json with flags [], where the smoke runs"},
+      {EDIT " %1$s/index.json %1$s/index.json set /runs/26/baseline true", "runs",
+       "baseline 'serving-h100-tensor-core-peer' ran fixtures/bench/serving.json"},
+      {EDIT " %1$s/index.json %1$s/index.json del /runs/5/baseline", "runs", "no run is a baseline, want one a card"},
       {EDIT " %1$s/index.json %1$s/index.json set /runs/5/commit '\"5e17b64\"'", "run early-slot-index-b",
        "commit 7af5fe1"},
       {EDIT " %1$s/index.json %1$s/index.json set /runs/2/flags '[\"counters\"]'", "run counters-cold", "cold is True"},
@@ -283,6 +290,24 @@ static void captured_bench_index_refuses_what_disagrees_with_its_runs(void **s) 
     run_sh(&r, "rm -rf %s && cp -r " BENCH " %s && %s && " CHECK " %s %s/index.json", dir, dir, change, bad[i].check, dir);
     if (r.rc != 1 || (!strstr(r.out, bad[i].why) && !strstr(r.err, bad[i].why)))
       fail_msg("%s: exit %d, want 1 and '%s'\n%s%s", change, r.rc, bad[i].why, r.out, r.err);
+    run_result_release(&r);
+  }
+}
+
+/* tools/gpu-smoke.sh --bench compares a fresh run with the baseline of its own card, named as nvidia-smi
+ * names it; a card without one gets exit 1 and the cards that have one, so the smoke says why it skipped. */
+static void captured_bench_index_gives_each_card_its_baseline(void **s) {
+  (void)s;
+  static const struct { const char *card, *want; int rc; } cards[] = {
+      {"NVIDIA H200", BENCH "/early-slot-index-b/bench.json\n", 0},
+      {"NVIDIA A100-SXM4-80GB", "0 baseline runs of NVIDIA A100-SXM4-80GB, want one (baselines: NVIDIA H200: early-slot-index-b)", 1},
+  };
+  for (size_t i = 0; i < sizeof cards / sizeof cards[0]; i++) {
+    struct run_result r;
+    run_sh(&r, CHECK " baseline '%s'", cards[i].card);
+    const char *got = cards[i].rc ? r.err : r.out;
+    if (r.rc != cards[i].rc || !strstr(got, cards[i].want))
+      fail_msg("%s: exit %d, want %d and '%s'\n%s%s", cards[i].card, r.rc, cards[i].rc, cards[i].want, r.out, r.err);
     run_result_release(&r);
   }
 }
@@ -322,6 +347,7 @@ static void captured_counters_run_recomputes_its_dram_ratios(void **s) {
 
 DKB_TEST_GROUP(captured, cmocka_unit_test(captured_bench_runs_agree_with_the_index_and_recompute),
                cmocka_unit_test(captured_bench_index_refuses_what_disagrees_with_its_runs),
+               cmocka_unit_test(captured_bench_index_gives_each_card_its_baseline),
                cmocka_unit_test(captured_counters_run_recomputes_its_dram_ratios), cmocka_unit_test(captured_bundles_validate_at_level_6),
                cmocka_unit_test(captured_bundle_folders_hold_only_what_their_bundles_name), cmocka_unit_test(mutated_captured_bundles_fail),
                cmocka_unit_test(captured_cluster_plans_were_launched_as_clusters),

@@ -3,7 +3,7 @@
 # preflight, the SASS check of the async copies (tools/sass-check.py), the capture module's GPU tests,
 # every decode fixture through `dkb run` (correctness against the float64 oracle, a short timing pass),
 # compute-sanitizer memcheck and racecheck on small cases, and optionally the bench matrix with --counters
-# (compared with the baseline of fixtures/captured/bench/index.json, a kept run with --counters) and
+# (compared with the card's baseline in fixtures/captured/bench/index.json, a kept run with --counters) and
 # docs/DESIGN.md's budgets (tools/budgets.py).
 # Everything lands in $OUT (default /tmp/dkb-gpu): summary.txt plus one tarball of the bundles and logs.
 # --asan DIR runs the host code of the GPU path under AddressSanitizer and UndefinedBehaviorSanitizer:
@@ -111,11 +111,15 @@ if [ "$BENCH" = 1 ]; then
   build/dkb bench --matrix fixtures/bench/matrix.json --counters -o "$W/bench" ${BENCH_ARGS:-} > "$W/bench.log" 2>&1
   echo "bench rc=$?" >> "$S"
   cat "$W/bench.log" >> "$S"
-  # against the kept run the index calls the baseline, which recorded each case's noise (another machine:
-  # read its warnings); tests/captured_check.py needs only Python's standard library
-  BASE=$(python3 tests/captured_check.py baseline)
-  echo "== compare with $BASE" >> "$S"
-  build/dkb compare "$BASE" "$W/bench/bench.json" >> "$S" 2>&1; echo "compare rc=$?" >> "$S"
+  # against the kept run the index calls this card's baseline, which recorded each case's noise (another
+  # instance of the card: read its warnings); tests/captured_check.py needs only Python's standard library
+  CARD=$(nvidia-smi --query-gpu=name --format=csv,noheader | head -1)
+  if BASE=$(python3 tests/captured_check.py baseline "$CARD" 2>> "$S"); then
+    echo "== compare with $BASE" >> "$S"
+    build/dkb compare "$BASE" "$W/bench/bench.json" >> "$S" 2>&1; echo "compare rc=$?" >> "$S"
+  else
+    echo "compare skipped: no baseline of $CARD (keep this run as one: fixtures/captured/bench/index.json)" >> "$S"
+  fi
   cp "$W/bench/bench.csv" "$W/bench/bench.json" "$W/bench/roofline-fraction.svg" "$OUT/" 2>/dev/null
 fi
 tar czf "$OUT/work.tgz" -C "$OUT" work 2>/dev/null && rm -rf "$W"
