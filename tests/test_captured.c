@@ -274,7 +274,8 @@ static void captured_bench_index_refuses_what_disagrees_with_its_runs(void **s) 
        "baseline 'before-launch-bounds-128-2' ran fixtures/bench/matrix.json with flags [], where the smoke runs"},
       {EDIT " %1$s/index.json %1$s/index.json set /runs/26/baseline true", "runs",
        "baseline 'serving-h100-tensor-core-peer' ran fixtures/bench/serving.json"},
-      {EDIT " %1$s/index.json %1$s/index.json del /runs/5/baseline", "runs", "no run is a baseline, want one a card"},
+      {EDIT " %1$s/index.json %1$s/index.json del /runs/5/baseline del /runs/27/baseline", "runs",
+       "no run is a baseline, want one a card"},
       {EDIT " %1$s/index.json %1$s/index.json set /runs/5/commit '\"5e17b64\"'", "run early-slot-index-b",
        "commit 7af5fe1"},
       {EDIT " %1$s/index.json %1$s/index.json set /runs/2/flags '[\"counters\"]'", "run counters-cold", "cold is True"},
@@ -300,7 +301,10 @@ static void captured_bench_index_gives_each_card_its_baseline(void **s) {
   (void)s;
   static const struct { const char *card, *want; int rc; } cards[] = {
       {"NVIDIA H200", BENCH "/early-slot-index-b/bench.json\n", 0},
-      {"NVIDIA A100-SXM4-80GB", "0 baseline runs of NVIDIA A100-SXM4-80GB, want one (baselines: NVIDIA H200: early-slot-index-b)", 1},
+      {"NVIDIA H100 80GB HBM3", BENCH "/matrix-h100-baseline/bench.json\n", 0},
+      {"NVIDIA A100-SXM4-80GB",
+       "0 baseline runs of NVIDIA A100-SXM4-80GB, want one (baselines: NVIDIA H100 80GB HBM3: matrix-h100-baseline, "
+       "NVIDIA H200: early-slot-index-b)", 1},
   };
   for (size_t i = 0; i < sizeof cards / sizeof cards[0]; i++) {
     struct run_result r;
