@@ -211,6 +211,22 @@ static int plan_three(const struct decode_call *c, const struct plan_opts *o, co
   return cta_bytes / (rate / (2.0 * plan_sms(o))) * 1e6 <= kThreeMaxStreamUs;
 }
 
+/* The slots an unsplit plan must fill to stream at the DRAM's rate (plan_auto_splits' early exit). A one-head
+ * CTA alone on its SM streams a contiguous NHD item at about kLoneCtaBytesPerS (the H200: B16 T8192 GQA 4 at
+ * split 1, 128 CTAs of 4.19 MB in 137.12 us). Where the device's peak DRAM rate shared by its SMs is no more,
+ * one CTA an SM keeps the DRAM busy and a split only adds CTA ends and a merge: on an H100 (25.4 GB/s an SM)
+ * that call ran 176.54 us unsplit against 181.89 at split 2 (GPU-b35d39e1, one run, noise 0.27-0.53 %), on
+ * the H200 (36.5) 137.12 against 125.57. So there the early exit counts one slot an SM, elsewhere the wave's.
+ * Only for the d = 128 producers built for two an SM on contiguous NHD caches, where it was measured: the
+ * same call's 16-key pages stream slower alone (187.58 us unsplit against 185.28 on the H100). */
+static const double kLoneCtaBytesPerS = 31e9;
+static int plan_fill_slots(const struct decode_call *c, const struct plan_opts *o) {
+  const int wave = plan_sms(o) * plan_wave_ctas(o);
+  const double rate = o->dram_bytes_per_s > 0 ? o->dram_bytes_per_s : kH100DramBytesPerS;
+  if (c->layout != KV_CONTIG_NHD || plan_wave_ctas(o) != 2 || rate / plan_sms(o) > kLoneCtaBytesPerS) return wave;
+  return plan_sms(o);
+}
+
 static int64_t max_item_pages(const struct decode_call *c, const struct decode_plan *p) {
   int64_t most = 0;
   if (!kv_layout_paged(c->layout) || c->page_size <= 0) return 0;
@@ -221,8 +237,8 @@ static int64_t max_item_pages(const struct decode_call *c, const struct decode_p
   return most;
 }
 
-int plan_auto_splits(const int64_t *tiles, int n, int heads, int slots, int max_splits) {
-  if (n < 1 || heads < 1 || slots < 1 || max_splits < 1) return -1;
+int plan_auto_splits(const int64_t *tiles, int n, int heads, int slots, int fill, int max_splits) {
+  if (n < 1 || heads < 1 || slots < 1 || fill < 1 || fill > slots || max_splits < 1) return -1;
   int64_t max_tiles = 0, total = 0;
   for (int b = 0; b < n; b++) {
     if (tiles[b] < 0) return -1;
@@ -233,7 +249,7 @@ int plan_auto_splits(const int64_t *tiles, int n, int heads, int slots, int max_
   /* enough (request, K/V head) blocks, in units of the longest request, to fill most of a wave
    * unsplit: FlashAttention-2's early exit */
   const int64_t blocks = (total + max_tiles - 1) / max_tiles * heads;
-  if (blocks * 5 >= (int64_t)slots * 4) return 1;
+  if (blocks * 5 >= (int64_t)fill * 4) return 1;
   const int64_t cap = max_splits < max_tiles ? max_splits : max_tiles;
   int64_t most = 0;  /* CTAs at the largest split */
   for (int b = 0; b < n; b++) most += tiles[b] > cap ? cap : (tiles[b] > 0 ? tiles[b] : 1);
@@ -322,7 +338,8 @@ int plan_build(const struct decode_call *c, const struct decode_inputs *in, cons
      * proportionally fewer), S from the schedule model over the requests' visible tiles, on
      * plan_wave_ctas CTAs per SM. */
     p->heuristic_sms = plan_sms(o) * plan_wave_ctas(o);
-    int s = plan_auto_splits(vt, c->B, c->H_kv, p->heuristic_sms, c->max_splits);
+    p->fill_slots = plan_fill_slots(c, o);
+    int s = plan_auto_splits(vt, c->B, c->H_kv, p->heuristic_sms, p->fill_slots, c->max_splits);
     if (s < 1) {
       free(vt);
       free(vk);
@@ -422,10 +439,13 @@ json_t *plan_json(const struct decode_call *c, const struct decode_plan *p) {
   json_object_set_new(j, "three_ctas_per_sm", json_boolean(p->three));
   json_object_set_new(j, "workspace_memory", json_string(p->direct ? "none" : p->cluster ? "distributed shared memory" : "global"));
   if (c->split_policy == SPLIT_AUTO) {
-    char rule[96];
-    snprintf(rule, sizeof rule, "min over s of the LPT makespan of CTAs of (tiles + %d) on heuristic_sms workers", kPlanCtaCostTiles);
+    char rule[160];
+    snprintf(rule, sizeof rule,
+             "1 where the blocks fill 0.8 of fill_slots, else min over s of the LPT makespan of CTAs of (tiles + %d) on "
+             "heuristic_sms workers", kPlanCtaCostTiles);
     json_object_set_new(j, "split_rule", json_string(rule));
     json_object_set_new(j, "heuristic_sms", json_integer(p->heuristic_sms));
+    json_object_set_new(j, "fill_slots", json_integer(p->fill_slots));
     json_object_set_new(j, "chunk_tiles", json_integer(p->chunk_tiles));
   }
   return j;

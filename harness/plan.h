@@ -59,6 +59,7 @@ struct decode_plan {
   int64_t tiles[3];        /* tile classes over all requests: [SKIP, FULL, PARTIAL] */
   int64_t visible_keys;    /* keys in non-SKIP tiles, summed over requests (each read once per K/V head) */
   int heuristic_sms;       /* auto: the effective SM count given to the heuristic */
+  int fill_slots;          /* auto: the slots an unsplit plan fills to take split 1 (plan_fill_slots) */
   int64_t chunk_tiles;     /* auto: most tiles one item holds */
   int kv_heads_per_cta;    /* K/V heads each producer CTA takes: 2 or 4 in a direct plan where that still fills
                             * the device (plan_heads), else 1 */
@@ -74,10 +75,11 @@ struct decode_plan {
  * The kernel launches items longest first, so the model is the schedule the GPU runs. For a uniform
  * batch this is the wave model waves(s) * (ceil(tiles / s) + 9); for a ragged batch it also prices the
  * long pieces' tail. Ties go to the smaller s (fewer partial states), and a batch whose blocks in units
- * of its longest request fill >= 0.8 of the slots takes 1 (FlashAttention-2's early exit). -1 on a bad
- * argument. FlashAttention-2's own rule (the smallest s within 85 % of the best wave efficiency,
+ * of its longest request fill >= 0.8 of `fill` slots (at most `slots`: fewer where one CTA an SM streams
+ * the SM's share of the DRAM, plan.c plan_fill_slots) takes 1 (FlashAttention-2's early exit). -1 on a
+ * bad argument. FlashAttention-2's own rule (the smallest s within 85 % of the best wave efficiency,
  * oracles/schedule.h) chose one split fewer than the fastest on the H200 at B4 T4096 (+6.3 %). */
-int plan_auto_splits(const int64_t *tiles, int n, int heads, int slots, int max_splits);
+int plan_auto_splits(const int64_t *tiles, int n, int heads, int slots, int fill, int max_splits);
 int plan_build(const struct decode_call *c, const struct decode_inputs *in, const struct plan_opts *o,
                struct decode_plan *p, struct dkb_err *err);
 void plan_release(struct decode_plan *p);

@@ -279,15 +279,16 @@ static void kernels_admit_four_kv_heads_at_d128_and_two_wherever_four_are(void *
  * combine kernel. */
 static void cluster_plans_keep_each_requests_items_together_in_slot_order(void **s) {
   (void)s;
-  struct { const char *path; int cluster; } cases[] = {
-      {"fixtures/bench/b16-t8192-g4-contig.json", 2}, {"fixtures/bench/b16-t8192-window1024.json", 2},
-      {"fixtures/decode/cluster-lse-o-fp32-sq2.json", 2}, {"fixtures/bench/b1-t32768-g4-contig.json", 0},
-      {"fixtures/decode/ragged-contig-nhd-bf16-g4.json", 0}, {"fixtures/bench/b8-t16384-g1-contig.json", 0}};
+  /* B16 T8192 contiguous at the H200's DRAM rate: on an H100's it plans one split (test below) */
+  struct { const char *path; double rate; int cluster; } cases[] = {
+      {"fixtures/bench/b16-t8192-g4-contig.json", 4.815e12, 2}, {"fixtures/bench/b16-t8192-window1024.json", 0, 2},
+      {"fixtures/decode/cluster-lse-o-fp32-sq2.json", 0, 2}, {"fixtures/bench/b1-t32768-g4-contig.json", 0, 0},
+      {"fixtures/decode/ragged-contig-nhd-bf16-g4.json", 0, 0}, {"fixtures/bench/b8-t16384-g1-contig.json", 0, 0}};
   for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
     struct decode_call c;
     struct decode_inputs in;
     struct decode_plan pl;
-    plan_fixture(cases[k].path, &c, &in, &pl);
+    plan_fixture_room(cases[k].path, 2, -1, cases[k].rate, &c, &in, &pl);
     if (pl.cluster != cases[k].cluster) fail_msg("%s: cluster %d, want %d", cases[k].path, pl.cluster, cases[k].cluster);
     json_t *j = plan_json(&c, &pl);
     assert_json_int(j, "cluster_ctas", pl.cluster);
@@ -352,7 +353,7 @@ static void cluster_plans_keep_each_requests_items_together_in_slot_order(void *
 static int auto_uniform(int n, int64_t t, int heads, int max_splits) {
   int64_t tiles[64];
   for (int b = 0; b < n; b++) tiles[b] = t;
-  return plan_auto_splits(tiles, n, heads, 264, max_splits);
+  return plan_auto_splits(tiles, n, heads, 264, 264, max_splits);
 }
 
 /* The auto split count minimizes the longest-first makespan of CTAs of (tiles + 9), ties to the smaller s. */
@@ -374,7 +375,7 @@ static void auto_split_minimizes_the_lpt_makespan(void **s) {
                                    11876, 5608, 15388, 13633, 3222, 15583, 5539, 3909, 7785, 12759};
   int64_t tiles[32];
   for (int b = 0; b < 32; b++) tiles[b] = (lens[b] + 63) / 64;
-  assert_int_equal(plan_auto_splits(tiles, 32, 8, 264, 1024), 6);
+  assert_int_equal(plan_auto_splits(tiles, 32, 8, 264, 264, 1024), 6);
   /* and the planner gives the rule these tiles: a request's visible keys in 64-key tiles, a partly
    * filled last tile counted (counting only the full ones, the rule picks 4) */
   struct decode_call c;
@@ -387,9 +388,69 @@ static void auto_split_minimizes_the_lpt_makespan(void **s) {
   assert_int_equal(pl.splits, 6);
   release_planned(&c, &in, &pl);
   /* bad arguments */
-  assert_int_equal(plan_auto_splits(tiles, 0, 8, 264, 8), -1);
-  assert_int_equal(plan_auto_splits(tiles, 4, 8, 0, 8), -1);
-  assert_int_equal(plan_auto_splits(tiles, 4, 0, 264, 8), -1);
+  assert_int_equal(plan_auto_splits(tiles, 0, 8, 264, 264, 8), -1);
+  assert_int_equal(plan_auto_splits(tiles, 4, 8, 0, 264, 8), -1);
+  assert_int_equal(plan_auto_splits(tiles, 4, 0, 264, 264, 8), -1);
+  assert_int_equal(plan_auto_splits(tiles, 4, 8, 264, 0, 8), -1);
+  assert_int_equal(plan_auto_splits(tiles, 4, 8, 264, 265, 8), -1);
+  /* fewer slots to fill: B16 T8192's 128 blocks fill 0.8 of 132, not of 264 */
+  for (int b = 0; b < 16; b++) tiles[b] = 128;
+  assert_int_equal(plan_auto_splits(tiles, 16, 8, 264, 132, 1024), 1);
+  assert_int_equal(plan_auto_splits(tiles, 16, 8, 264, 264, 1024), 2);
+}
+
+/* Unsplit where one CTA an SM streams the card's share of the DRAM: B16 T8192 GQA 4 contiguous (128 one-head
+ * blocks) plans split 1 at an H100's 3.352 TB/s (25.4 GB/s an SM, what no device plans for too) and split 2 at the
+ * H200's 4.815 (36.5), where its lone CTAs, at about 31 GB/s, left the DRAM idle (137.12 against 125.57 us). Its
+ * 16-key pages, whose lone CTAs stream slower, keep split 2 on both; so does every call whose blocks fill less
+ * than 0.8 of the SMs (B4 T4096: split 8) and d = 256, whose producer is built for one CTA an SM anyway. */
+static void an_unsplit_plan_fills_one_cta_an_sm_where_that_streams_the_cards_dram_share(void **s) {
+  (void)s;
+  const double h200 = 4.815e12;
+  struct { const char *path; double rate; int splits, fill; } cases[] = {
+      {"fixtures/bench/b16-t8192-g4-contig.json", 0, 1, 132},      {"fixtures/bench/b16-t8192-g4-contig.json", 3.352e12, 1, 132},
+      {"fixtures/bench/b16-t8192-g4-contig.json", h200, 2, 264},   {"fixtures/bench/b16-t8192-g4-paged16.json", 0, 2, 264},
+      {"fixtures/bench/b16-t8192-g4-paged16.json", h200, 2, 264},  {"fixtures/bench/b4-t4096-g4-contig.json", 0, 8, 132},
+      {"fixtures/bench/b8-t16384-g1-contig.json", h200, 1, 264},   {"fixtures/bench/b64-t2048-g4-d256-contig.json", 0, 1, 132},
+  };
+  for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
+    struct decode_call c;
+    struct decode_inputs in;
+    struct decode_plan pl;
+    plan_fixture_room(cases[k].path, 2, -1, cases[k].rate, &c, &in, &pl);
+    if (pl.splits != cases[k].splits || pl.fill_slots != cases[k].fill)
+      fail_msg("%s at %.4g B/s: split %d filling %d slots, want %d filling %d", cases[k].path, cases[k].rate, pl.splits,
+               pl.fill_slots, cases[k].splits, cases[k].fill);
+    json_t *j = plan_json(&c, &pl);
+    assert_int_equal(json_integer_value(json_object_get(j, "fill_slots")), pl.fill_slots);
+    json_decref(j);
+    release_planned(&c, &in, &pl);
+  }
+  /* the unsplit auto plan is the one the H100 timed forced to one split: the same items and heads a CTA */
+  char *doc = slurp("fixtures/bench/b16-t8192-g4-contig.json");
+  char *at = strstr(doc, "\"policy\": \"auto\"");
+  assert_non_null(at);
+  const size_t n = strlen(doc) + 32;
+  char *fixed = malloc(n);
+  snprintf(fixed, n, "%.*s\"policy\": \"fixed\", \"splits\": 1%s", (int)(at - doc), doc, at + strlen("\"policy\": \"auto\""));
+  struct decode_call ca, cf;
+  struct decode_inputs ia, inf;
+  struct decode_plan pa, pf;
+  plan_fixture_room("fixtures/bench/b16-t8192-g4-contig.json", 2, -1, 0, &ca, &ia, &pa);
+  plan_fixture_room(tmp_file("b16-split1.json", fixed), 2, -1, 0, &cf, &inf, &pf);
+  assert_int_equal(pa.n_items, pf.n_items);
+  assert_int_equal(pa.direct, pf.direct);
+  assert_int_equal(pa.kv_heads_per_cta, pf.kv_heads_per_cta);
+  assert_int_equal(pa.three, pf.three);
+  for (int i = 0; i < pa.n_items; i++) {
+    assert_int_equal(pa.item_b[i], pf.item_b[i]);
+    assert_int_equal(pa.item_lo[i], pf.item_lo[i]);
+    assert_int_equal(pa.item_hi[i], pf.item_hi[i]);
+  }
+  release_planned(&ca, &ia, &pa);
+  release_planned(&cf, &inf, &pf);
+  free(fixed);
+  free(doc);
 }
 
 /* On the GPU: the tensor-core producers run as many CTAs per SM as the planner's wave counts without a
@@ -423,6 +484,7 @@ DKB_TEST_GROUP(plan, cmocka_unit_test(plan_items_cover_visible_keys_exactly),
                cmocka_unit_test(direct_plans_of_many_short_ctas_run_three_one_head_ctas_an_sm),
                cmocka_unit_test(kernels_admit_four_kv_heads_at_d128_and_two_wherever_four_are),
                cmocka_unit_test(auto_split_minimizes_the_lpt_makespan),
+               cmocka_unit_test(an_unsplit_plan_fills_one_cta_an_sm_where_that_streams_the_cards_dram_share),
                cmocka_unit_test(auto_split_wave_counts_the_ctas_the_producers_are_built_for),
                cmocka_unit_test(cluster_plans_keep_each_requests_items_together_in_slot_order),
                cmocka_unit_test(gpu_tensor_core_producers_run_the_ctas_per_sm_the_planner_counts))
