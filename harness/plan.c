@@ -99,6 +99,12 @@ static int plan_wave_ctas(const struct plan_opts *o) {
   return o->ctas_per_sm > 0 && o->ctas_per_sm < built ? o->ctas_per_sm : built;
 }
 
+/* The CTA slots of one wave: the SMs times the CTAs each runs at once. */
+static int plan_wave_slots(const struct plan_opts *o) { return plan_sms(o) * plan_wave_ctas(o); }
+
+/* The device's peak DRAM rate, or an H100's 3.352 TB/s where no device was asked (plan_opts.dram_bytes_per_s 0). */
+static double plan_dram_rate(const struct plan_opts *o) { return o->dram_bytes_per_s > 0 ? o->dram_bytes_per_s : 3.352e12; }
+
 /* One K/V head a CTA, two or four times the CTAs, where a CTA's ends are cheap: contiguous NHD caches at
  * 64 < d <= 128 whose CTA holds at most four query rows (GQA 4 decode), so its warps' merge has few rows. On
  * the H200 each step in heads timed the same there (B64 T2048 one head against two, B128 T1024 two against
@@ -168,7 +174,7 @@ static int64_t one_head_makespan(const struct decode_call *c, const struct decod
  * Not on contiguous caches at d = 128 with at most four query rows a K/V head (plan_one_head). */
 static int plan_heads(const struct decode_call *c, const struct plan_opts *o, const struct decode_plan *p) {
   if (o->hp_max < 2 || !p->direct || p->fused || p->cluster > 1 || plan_one_head(c)) return 1;
-  const int64_t slots = (int64_t)plan_sms(o) * plan_wave_ctas(o);
+  const int64_t slots = plan_wave_slots(o);
   const int64_t one = (int64_t)p->n_items * c->H_kv, w1 = (one + slots - 1) / slots;
   /* items run longest first: item 0's tiles are the longest CTA's, times its heads */
   const int64_t tile = plan_tile(o);
@@ -200,13 +206,13 @@ static int plan_heads(const struct decode_call *c, const struct plan_opts *o, co
  * H200, 20.6 on an H100). Only where every item's page list fits the producer's shared memory (plan_opts
  * three_room, 0 where there is no such producer or the device holds fewer than three of it). */
 enum { kThreeMinCtas = 8, kThreeMinShortCtas = 4 };
-static const double kThreeMaxStreamUs = 17.0, kH100DramBytesPerS = 3.352e12;
+static const double kThreeMaxStreamUs = 17.0;
 static int plan_three(const struct decode_call *c, const struct plan_opts *o, const struct decode_plan *p) {
   if (o->three_room <= 0 || !p->direct || p->fused || p->cluster > 1 || p->max_item_pages > o->three_room) return 0;
   const int64_t ctas = (int64_t)p->n_items * c->H_kv, slots = (int64_t)plan_sms(o) * 3;
   if (ctas >= kThreeMinCtas * slots) return 1;
   if (c->layout != KV_CONTIG_NHD || ctas < kThreeMinShortCtas * slots) return 0;
-  const double rate = o->dram_bytes_per_s > 0 ? o->dram_bytes_per_s : kH100DramBytesPerS;
+  const double rate = plan_dram_rate(o);
   const double cta_bytes = (double)plan_visible_kv_bytes(c, p) / (double)ctas;
   return cta_bytes / (rate / (2.0 * plan_sms(o))) * 1e6 <= kThreeMaxStreamUs;
 }
@@ -221,9 +227,8 @@ static int plan_three(const struct decode_call *c, const struct plan_opts *o, co
  * same call's 16-key pages stream slower alone (187.58 us unsplit against 185.28 on the H100). */
 static const double kLoneCtaBytesPerS = 31e9;
 static int plan_fill_slots(const struct decode_call *c, const struct plan_opts *o) {
-  const int wave = plan_sms(o) * plan_wave_ctas(o);
-  const double rate = o->dram_bytes_per_s > 0 ? o->dram_bytes_per_s : kH100DramBytesPerS;
-  if (c->layout != KV_CONTIG_NHD || plan_wave_ctas(o) != 2 || rate / plan_sms(o) > kLoneCtaBytesPerS) return wave;
+  if (c->layout != KV_CONTIG_NHD || plan_wave_ctas(o) != 2 || plan_dram_rate(o) / plan_sms(o) > kLoneCtaBytesPerS)
+    return plan_wave_slots(o);
   return plan_sms(o);
 }
 
@@ -337,7 +342,7 @@ int plan_build(const struct decode_call *c, const struct decode_inputs *in, cons
     /* Every request is cut into pieces of at most ceil(max_tiles / S) tiles (a shorter request into
      * proportionally fewer), S from the schedule model over the requests' visible tiles, on
      * plan_wave_ctas CTAs per SM. */
-    p->heuristic_sms = plan_sms(o) * plan_wave_ctas(o);
+    p->heuristic_sms = plan_wave_slots(o);
     p->fill_slots = plan_fill_slots(c, o);
     int s = plan_auto_splits(vt, c->B, c->H_kv, p->heuristic_sms, p->fill_slots, c->max_splits);
     if (s < 1) {
