@@ -274,7 +274,7 @@ static void captured_bench_index_refuses_what_disagrees_with_its_runs(void **s) 
        "baseline 'before-launch-bounds-128-2' ran fixtures/bench/matrix.json with flags [], where the smoke runs"},
       {EDIT " %1$s/index.json %1$s/index.json set /runs/26/baseline true", "runs",
        "baseline 'serving-h100-tensor-core-peer' ran fixtures/bench/serving.json"},
-      {EDIT " %1$s/index.json %1$s/index.json del /runs/5/baseline del /runs/27/baseline", "runs",
+      {EDIT " %1$s/index.json %1$s/index.json del /runs/5/baseline del /runs/28/baseline", "runs",
        "no run is a baseline, want one a card"},
       {EDIT " %1$s/index.json %1$s/index.json set /runs/5/commit '\"5e17b64\"'", "run early-slot-index-b",
        "commit 7af5fe1"},
