@@ -172,6 +172,13 @@ void bench_count_targets(const struct bench_verdict *v, int nv, struct bench_tar
  * could not be measured on this host, or none was judged. why gets the reason (without "dkb: error: "). */
 int bench_gate(const struct bench_verdict *v, int nv, int margin, char *why, size_t n);
 
+/* The call case bc times: its fixture, with the backend and the split count the case forces, and timed
+ * as CUDA graph replays where graph (--graph) is set; decode_call_release it. And that call's key
+ * (cjson_digest of decode_call_key), what the case's bundle records as /dispatch/call_key_sha256, with no
+ * device and no inputs: so a kept run's calls can be checked against today's fixtures. */
+struct decode_call;
+int bench_case_call(const struct bench_case *bc, int graph, struct decode_call *call, struct dkb_err *err);
+int bench_case_key(const struct bench_case *bc, int graph, char sha[65], struct dkb_err *err);
 /* What a comparison of two runs needs of a case, from its bundle (the record): which call it was
  * (/dispatch/call_key_sha256), when timed its median's spread (/measurement/timing/summary:
  * rel_stdev, samples), the clocks NVML saw around the timed region (clocks_before, clocks_after:

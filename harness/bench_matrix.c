@@ -1,8 +1,10 @@
 /* bench_matrix.c - a bench matrix from its file or from fixtures: each entry's cases (auto and forced
- * splits), described from their fixtures up front, its targets and the backends it runs under (see bench.h). */
+ * splits), described from their fixtures up front, its targets and the backends it runs under, and the
+ * call (and its key) each case times (see bench.h). */
 #include "harness/bench.h"
 #include "harness/decode_call.h"
 #include "include/dkb/backend.h"
+#include "lib/cjson.h"
 #include "lib/err.h"
 #include "lib/jread.h"
 #include "oracles/dtype.h"
@@ -257,4 +259,25 @@ fail:
   json_decref(doc);
   bench_matrix_release(m);
   return -1;
+}
+
+int bench_case_call(const struct bench_case *bc, int graph, struct decode_call *call, struct dkb_err *err) {
+  if (decode_call_load(bc->fixture, call, err)) return -1;
+  if (bc->backend[0]) snprintf(call->backend, sizeof call->backend, "%s", bc->backend);  /* side by side: forced */
+  if (bc->forced_splits) {
+    call->split_policy = SPLIT_FIXED;
+    call->splits = call->capacity = bc->forced_splits;
+  }
+  if (graph) call->graph = 1;
+  return 0;
+}
+
+int bench_case_key(const struct bench_case *bc, int graph, char sha[65], struct dkb_err *err) {
+  struct decode_call call;
+  if (bench_case_call(bc, graph, &call, err)) return -1;
+  json_t *key = decode_call_key(&call);
+  const int rc = cjson_digest(key, sha, err);
+  json_decref(key);
+  decode_call_release(&call);
+  return rc;
 }

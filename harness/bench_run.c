@@ -68,21 +68,15 @@ static int execute_case(struct bench_matrix *m, int i, const struct bench_opts *
                         struct bench_case_report *rep, struct dkb_err *err, struct dkb_err *berr) {
   struct bench_case *bc = &m->cases[i];
   struct decode_call call;
-  if (decode_call_load(bc->fixture, &call, err)) {
+  if (bench_case_call(bc, o->graph, &call, err)) {
     rep->load_err = err;
     return -1;
   }
-  if (bc->backend[0]) snprintf(call.backend, sizeof call.backend, "%s", bc->backend);  /* side by side: forced */
   if (backends_check_request(o->backends, &call, err)) {
     rep->load_err = err;
     decode_call_release(&call);
     return -1;
   }
-  if (bc->forced_splits) {
-    call.split_policy = SPLIT_FIXED;
-    call.splits = call.capacity = bc->forced_splits;
-  }
-  if (o->graph) call.graph = 1;
   struct run_opts ro;
   memset(&ro, 0, sizeof ro);
   snprintf(bc->bundle_dir, sizeof bc->bundle_dir, "%s/cases/%03d", o->out_dir, i);

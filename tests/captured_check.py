@@ -24,6 +24,9 @@ usage: captured_check.py bundles [DIR]        the bundle folders of DIR (default
                                               the path of the bench.json of CARD's baseline run (CARD: the GPU's name,
                                               as nvidia-smi and the run's /device/device/name give it; for
                                               tools/gpu-smoke.sh --bench); exit 1 when CARD has none
+       captured_check.py baselines [INDEX]    the paths of every baseline's bench.json, one a line (each ran
+                                              fixtures/bench/matrix.json: test_captured.c checks its calls are
+                                              today's fixtures')
 INDEX defaults to fixtures/captured/bench/index.json; its runs' folders lie beside it. Only the standard
 library: the GPU machine's Python has no jsonschema, and gpu-smoke asks for the baseline there."""
 import glob
@@ -205,9 +208,18 @@ def baseline(gpu, path=INDEX):
     return 0
 
 
+def all_baselines(path=INDEX):
+    idx, d = load_index(path)
+    for names in baselines(idx, d).values():
+        for n in names:
+            print(os.path.join(d, n, "bench.json"))
+    return 0
+
+
 def main():
     subs = {"bundles": (bundles, 0, 1), "extra-files": (extra_files, 1, 1), "clusters": (clusters, 1, 1), "heads": (heads, 1, 1),
-            "runs": (runs, 0, 1), "run": (run, 1, 2), "baseline": (baseline, 1, 2)}
+            "runs": (runs, 0, 1), "run": (run, 1, 2), "baseline": (baseline, 1, 2),
+            "baselines": (all_baselines, 0, 1)}
     sub = subs.get(sys.argv[1] if len(sys.argv) > 1 else "")
     if not sub or not sub[1] <= len(sys.argv) - 2 <= sub[2]:
         sys.exit(__doc__)

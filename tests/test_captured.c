@@ -6,9 +6,12 @@
  * iterate what tests/captured_check.py lists: a new bundle or run needs its folder (and entry), no C. */
 #include "tests/util.h"
 
+#include <jansson.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include "harness/bench.h"
 
 #define BUNDLES "fixtures/captured/bundles"
 #define TRACES "fixtures/captured/traces"
@@ -258,6 +261,50 @@ static void captured_bench_runs_agree_with_the_index_and_recompute(void **s) {
   }
 }
 
+/* The call key bench.json's case NAME records, or NULL. */
+static const char *case_key(const json_t *run, const char *name) {
+  size_t i;
+  const json_t *c;
+  json_array_foreach(json_object_get(run, "cases"), i, c) {
+    if (json_is_string(json_object_get(c, "name")) && !strcmp(json_string_value(json_object_get(c, "name")), name))
+      return json_string_value(json_object_get(c, "call_key_sha256"));
+  }
+  return NULL;
+}
+
+/* A smoke compares its fresh run of today's matrix with its card's baseline case by case, by call key: a
+ * case whose call has changed since the baseline ran (a fixture edited, a split added) reads "other call"
+ * there and is judged by nothing. So each baseline must hold every case of the matrix as today's fixtures
+ * make it, key for key (bench_case_key, from the fixtures alone, no GPU). */
+static void captured_baselines_time_the_calls_of_todays_matrix(void **s) {
+  (void)s;
+  struct names ns;
+  captured_names(&ns, "baselines");
+  struct bench_matrix m;
+  struct dkb_err e;
+  dkb_err_clear(&e);
+  if (bench_matrix_load("fixtures/bench/matrix.json", &m, &e)) fail_msg("%s", e.msg);
+  char bad[4096] = "";
+  size_t len = 0;
+  for (int b = 0; b < ns.n; b++) {
+    json_error_t je;
+    json_t *run = json_load_file(ns.name[b], 0, &je);
+    if (!run) fail_msg("%s: %s", ns.name[b], je.text);
+    for (int i = 0; i < m.n; i++) {
+      char sha[65];
+      if (bench_case_key(&m.cases[i], 0, sha, &e)) fail_msg("%s: %s", m.cases[i].name, e.msg);
+      const char *kept = case_key(run, m.cases[i].name);
+      if ((!kept || strcmp(kept, sha)) && len < sizeof bad - 1)
+        len += (size_t)snprintf(bad + len, sizeof bad - len, "%s: %s: %s\n", ns.name[b], m.cases[i].name,
+                                kept ? "another call" : "not a case");
+    }
+    json_decref(run);
+  }
+  bench_matrix_release(&m);
+  names_release(&ns);
+  if (len) fail_msg("baselines whose calls are not today's matrix's:\n%s", bad);
+}
+
 /* The index and the folders beside it, in a copy: a folder without its entry, an entry without its folder, a
  * file that is neither, two baselines of one card, a baseline the smoke could not compare with (another
  * matrix, other flags), no baseline; an entry whose commit, --cold flag or L2-served cases disagree with
@@ -268,13 +315,13 @@ static void captured_bench_index_refuses_what_disagrees_with_its_runs(void **s) 
       {EDIT " %1$s/index.json %1$s/index.json del /runs/0", "runs", "/before-launch-bounds-128-2: a folder without an entry"},
       {"rm -r %1$s/counters-cold", "runs", "run 'counters-cold' has no folder"},
       {"touch %1$s/notes.txt", "runs", "/notes.txt: neither the index nor a run's folder"},
-      {EDIT " %1$s/index.json %1$s/index.json set /runs/1/baseline true", "runs",
-       "2 runs are the baseline of NVIDIA H200 (counters-warm, early-slot-index-b), want one"},
+      {EDIT " %1$s/index.json %1$s/index.json set /runs/27/baseline true", "runs",
+       "2 runs are the baseline of NVIDIA H100 80GB HBM3 (matrix-h100-6a8c22d, matrix-h100-baseline), want one"},
       {EDIT " %1$s/index.json %1$s/index.json set /runs/0/baseline true", "runs",
        "baseline 'before-launch-bounds-128-2' ran fixtures/bench/matrix.json with flags [], where the smoke runs"},
       {EDIT " %1$s/index.json %1$s/index.json set /runs/26/baseline true", "runs",
        "baseline 'serving-h100-tensor-core-peer' ran fixtures/bench/serving.json"},
-      {EDIT " %1$s/index.json %1$s/index.json del /runs/5/baseline del /runs/28/baseline", "runs",
+      {EDIT " %1$s/index.json %1$s/index.json del /runs/28/baseline", "runs",
        "no run is a baseline, want one a card"},
       {EDIT " %1$s/index.json %1$s/index.json set /runs/5/commit '\"5e17b64\"'", "run early-slot-index-b",
        "commit 7af5fe1"},
@@ -300,11 +347,10 @@ static void captured_bench_index_refuses_what_disagrees_with_its_runs(void **s) 
 static void captured_bench_index_gives_each_card_its_baseline(void **s) {
   (void)s;
   static const struct { const char *card, *want; int rc; } cards[] = {
-      {"NVIDIA H200", BENCH "/early-slot-index-b/bench.json\n", 0},
       {"NVIDIA H100 80GB HBM3", BENCH "/matrix-h100-baseline/bench.json\n", 0},
+      {"NVIDIA H200", "0 baseline runs of NVIDIA H200, want one (baselines: NVIDIA H100 80GB HBM3: matrix-h100-baseline)", 1},
       {"NVIDIA A100-SXM4-80GB",
-       "0 baseline runs of NVIDIA A100-SXM4-80GB, want one (baselines: NVIDIA H100 80GB HBM3: matrix-h100-baseline, "
-       "NVIDIA H200: early-slot-index-b)", 1},
+       "0 baseline runs of NVIDIA A100-SXM4-80GB, want one (baselines: NVIDIA H100 80GB HBM3: matrix-h100-baseline)", 1},
   };
   for (size_t i = 0; i < sizeof cards / sizeof cards[0]; i++) {
     struct run_result r;
@@ -352,6 +398,7 @@ static void captured_counters_run_recomputes_its_dram_ratios(void **s) {
 DKB_TEST_GROUP(captured, cmocka_unit_test(captured_bench_runs_agree_with_the_index_and_recompute),
                cmocka_unit_test(captured_bench_index_refuses_what_disagrees_with_its_runs),
                cmocka_unit_test(captured_bench_index_gives_each_card_its_baseline),
+               cmocka_unit_test(captured_baselines_time_the_calls_of_todays_matrix),
                cmocka_unit_test(captured_counters_run_recomputes_its_dram_ratios), cmocka_unit_test(captured_bundles_validate_at_level_6),
                cmocka_unit_test(captured_bundle_folders_hold_only_what_their_bundles_name), cmocka_unit_test(mutated_captured_bundles_fail),
                cmocka_unit_test(captured_cluster_plans_were_launched_as_clusters),
