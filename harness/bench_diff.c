@@ -152,7 +152,7 @@ double bench_noise_band(double rel_a, double rel_b, double min_pct) {
   return isfinite(rel_a) && isfinite(rel_b) ? fmax(min_pct, 100 * (rel_a + rel_b)) : NAN;
 }
 
-static int find(const struct bench_run *r, const char *name) {
+int bench_run_find(const struct bench_run *r, const char *name) {
   for (int i = 0; i < r->n; i++)
     if (!strcmp(r->cases[i].name, name)) return i;
   return -1;
@@ -188,7 +188,7 @@ int bench_diff(const struct bench_run *base, const struct bench_run *cand, const
   for (int i = 0; i < base->n; i++) {
     struct bench_delta *x = &d[n++];
     x->base = i;
-    x->cand = find(cand, base->cases[i].name);
+    x->cand = bench_run_find(cand, base->cases[i].name);
     if (x->cand < 0) {
       x->pct = x->band = NAN;
       x->change = CHANGE_ONLY_BASE;
@@ -197,7 +197,7 @@ int bench_diff(const struct bench_run *base, const struct bench_run *cand, const
     }
   }
   for (int k = 0; k < cand->n; k++)
-    if (find(base, cand->cases[k].name) < 0) d[n++] = (struct bench_delta){-1, k, NAN, NAN, CHANGE_ONLY_NEW};
+    if (bench_run_find(base, cand->cases[k].name) < 0) d[n++] = (struct bench_delta){-1, k, NAN, NAN, CHANGE_ONLY_NEW};
   *out = d;
   return n;
 }

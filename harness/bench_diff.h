@@ -48,6 +48,8 @@ int bench_run_load(const char *path, struct bench_run *r, struct dkb_err *err);
  * keeps every case, whose names must then be unique. */
 int bench_run_load_backend(const char *path, const char *backend, struct bench_run *r, struct dkb_err *err);
 void bench_run_release(struct bench_run *r);
+/* The index of r's case NAME, or -1. */
+int bench_run_find(const struct bench_run *r, const char *name);
 
 enum bench_change {
   CHANGE_SAME,        /* within the noise */

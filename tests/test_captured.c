@@ -6,12 +6,12 @@
  * iterate what tests/captured_check.py lists: a new bundle or run needs its folder (and entry), no C. */
 #include "tests/util.h"
 
-#include <jansson.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "harness/bench.h"
+#include "harness/bench_diff.h"
 
 #define BUNDLES "fixtures/captured/bundles"
 #define TRACES "fixtures/captured/traces"
@@ -261,17 +261,6 @@ static void captured_bench_runs_agree_with_the_index_and_recompute(void **s) {
   }
 }
 
-/* The call key bench.json's case NAME records, or NULL. */
-static const char *case_key(const json_t *run, const char *name) {
-  size_t i;
-  const json_t *c;
-  json_array_foreach(json_object_get(run, "cases"), i, c) {
-    if (json_is_string(json_object_get(c, "name")) && !strcmp(json_string_value(json_object_get(c, "name")), name))
-      return json_string_value(json_object_get(c, "call_key_sha256"));
-  }
-  return NULL;
-}
-
 /* A smoke compares its fresh run of today's matrix with its card's baseline case by case, by call key: a
  * case whose call has changed since the baseline ran (a fixture edited, a split added) reads "other call"
  * there and is judged by nothing. So each baseline must hold every case of the matrix as today's fixtures
@@ -287,18 +276,18 @@ static void captured_baselines_time_the_calls_of_todays_matrix(void **s) {
   char bad[4096] = "";
   size_t len = 0;
   for (int b = 0; b < ns.n; b++) {
-    json_error_t je;
-    json_t *run = json_load_file(ns.name[b], 0, &je);
-    if (!run) fail_msg("%s: %s", ns.name[b], je.text);
+    struct bench_run run;
+    if (bench_run_load(ns.name[b], &run, &e)) fail_msg("%s", e.msg);
     for (int i = 0; i < m.n; i++) {
       char sha[65];
       if (bench_case_key(&m.cases[i], 0, sha, &e)) fail_msg("%s: %s", m.cases[i].name, e.msg);
-      const char *kept = case_key(run, m.cases[i].name);
+      const int k = bench_run_find(&run, m.cases[i].name);
+      const char *kept = k < 0 ? NULL : run.cases[k].call_key;
       if ((!kept || strcmp(kept, sha)) && len < sizeof bad - 1)
         len += (size_t)snprintf(bad + len, sizeof bad - len, "%s: %s: %s\n", ns.name[b], m.cases[i].name,
-                                kept ? "another call" : "not a case");
+                                k < 0 ? "not a case" : "another call");
     }
-    json_decref(run);
+    bench_run_release(&run);
   }
   bench_matrix_release(&m);
   names_release(&ns);
