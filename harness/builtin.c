@@ -203,6 +203,7 @@ static void params_scalars(const struct decode_call *c, const struct decode_inpu
   p->cluster = pl->cluster;
   p->hp = pl->kv_heads_per_cta;
   p->three = pl->three;
+  p->eight = pl->eight;
   p->max_item_pages = pl->max_item_pages;
   p->abi = c->abi;
   p->ws_o_dtype = c->ws_o_dtype;
@@ -247,7 +248,8 @@ struct plan_opts builtin_plan_opts(const struct decode_call *c, int sm_count, in
   const int tile = dkb_decode_tile_tokens(c->dtype, c->dk, c->dv, rows);
   struct plan_opts po = {tile > 0 ? tile : 64, sm_count, 0, dkb_decode_wave_ctas(c->dtype, c->dk, c->dv, rows),
                          dkb_decode_hp_max(c->dtype, c->dk, c->dv, rows, c->H_kv, c->mask_kind, c->layout, (int)c->page_size),
-                         dkb_decode_three_room(c->dtype, c->dk, c->dv, rows), 0};
+                         dkb_decode_three_room(c->dtype, c->dk, c->dv, rows),
+                         dkb_decode_eight_room(c->dtype, c->dk, c->dv, rows), 0};
   if (device < 0) return po;
   po.ctas_per_sm = dkb_decode_occupancy(c->dtype, c->dk, c->dv, rows);
   if (po.three_room && dkb_decode_three_occupancy(c->dtype, c->dk, c->dv, rows) < 3) po.three_room = 0;

@@ -217,6 +217,26 @@ static int plan_three(const struct decode_call *c, const struct plan_opts *o, co
   return cta_bytes / (rate / (2.0 * plan_sms(o))) * 1e6 <= kThreeMaxStreamUs;
 }
 
+/* A one-head plan whose schedule its longest CTA sets (that CTA's tiles and ends are the LPT makespan on the wave's
+ * slots: it runs on an SM of its own or beside shorter ones that end first) runs on the producer of eight warps, one
+ * CTA an SM. A CTA alone on its SM streams at what its own warps issue: four warps, one a scheduler, stream a 16-key
+ * paged item at about 26 GB/s on an H100 where FlashInfer's tensor-core CTA reached 34, and eight warps doing the same
+ * work a warp double what is in flight. On an H100 (docs/kernels.md, "Eight warps for a CTA that streams alone"):
+ * the ragged serving batch forced to one split 632.35 -> 407.42 us, packed 592.58 -> 387.04, the 32-request one
+ * 453.22 -> 426.59, B16 T8192 in 16-key pages unsplit -1.3 %, B8 T16384 MHA -0.7 %, B16 contiguous +0.3 % (inside the
+ * noise); B64 T2048's two full waves of one-head CTAs, which its longest CTA does not set, +0.9 % slower, so those
+ * keep four warps. Not for fused or cluster plans (their merge is the four-warp producer's), nor FlashMask (its
+ * summaries are of 64-key tiles), nor an item whose page list outgrows the producer's room. */
+static int plan_eight(const struct decode_call *c, const struct plan_opts *o, const struct decode_plan *p) {
+  if (o->eight_room <= 0 || p->fused || p->cluster > 1 || p->three || p->kv_heads_per_cta > 1 || p->n_items < 1 ||
+      c->mask_kind == MASK_FLASHMASK || p->max_item_pages > o->eight_room)
+    return 0;
+  const int64_t tile = plan_tile(o);
+  /* items run longest first: item 0 is the longest CTA */
+  const int64_t longest = (p->item_hi[0] - p->item_lo[0] + tile - 1) / tile + kPlanCtaCostTiles;
+  return one_head_makespan(c, p, tile, plan_wave_slots(o)) <= longest;
+}
+
 /* The slots an unsplit plan must fill to stream at the DRAM's rate (plan_auto_splits' early exit). A one-head
  * CTA alone on its SM streams a contiguous NHD item at about kLoneCtaBytesPerS (the H200: B16 T8192 GQA 4 at
  * split 1, 128 CTAs of 4.19 MB in 137.12 us). Where the device's peak DRAM rate shared by its SMs is no more,
@@ -406,6 +426,7 @@ int plan_build(const struct decode_call *c, const struct decode_inputs *in, cons
   p->max_item_pages = max_item_pages(c, p);
   p->three = plan_three(c, o, p);
   p->kv_heads_per_cta = p->three ? 1 : plan_heads(c, o, p);
+  p->eight = plan_eight(c, o, p);
   return 0;
 }
 
@@ -442,6 +463,7 @@ json_t *plan_json(const struct decode_call *c, const struct decode_plan *p) {
   json_object_set_new(j, "cluster_ctas", json_integer(p->cluster));
   json_object_set_new(j, "kv_heads_per_cta", json_integer(p->kv_heads_per_cta));
   json_object_set_new(j, "three_ctas_per_sm", json_boolean(p->three));
+  json_object_set_new(j, "eight_warps_per_cta", json_boolean(p->eight));
   json_object_set_new(j, "workspace_memory", json_string(p->direct ? "none" : p->cluster ? "distributed shared memory" : "global"));
   if (c->split_policy == SPLIT_AUTO) {
     char rule[160];

@@ -31,6 +31,8 @@ struct plan_opts {
                        * 0: 1 */
   int three_room;     /* the page ids of an item the one-head producer built for three CTAs an SM holds
                        * (dkb_decode_three_room); 0: there is none, or the device asked holds fewer than three */
+  int eight_room;     /* the page ids of an item the one-head producer of eight warps holds (dkb_decode_eight_room);
+                       * 0: there is none */
   double dram_bytes_per_s; /* the device's peak DRAM rate (dkb_device_dram_bytes_per_s); 0 when no device was
                             * asked: plan.c then plans for an H100's 3.35 TB/s */
 };
@@ -66,6 +68,8 @@ struct decode_plan {
   int64_t max_item_pages;  /* paged: the most pages one item's keys span (the producer's page list), else 0 */
   int three;               /* 1: a direct plan of so many one-head CTAs a slot that they run on the producer built
                             * for three CTAs an SM (plan_three); kv_heads_per_cta is then 1 */
+  int eight;               /* 1: a one-head plan whose schedule its longest CTA sets, on the producer of eight warps,
+                            * one CTA an SM (plan_eight); not fused, not three, kv_heads_per_cta 1 */
 };
 
 /* The auto policy's split count for requests of tiles[0..n) visible tiles per K/V head: the s in

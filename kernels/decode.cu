@@ -14,6 +14,9 @@
 //       CTAs per SM (one at d = 256: its stages are twice as large); whole tiles of NHD caches arrive as TMA boxes on an mbarrier (KvMaps), the rest by
 //       cp.async. EARLY (contiguous and ragged NHD caches): the item's first whole tile is sent at CTA
 //       entry, before the prologue.
+//   decode_split_kv_producer2_mma, _producer4_mma, _producer3sm_mma, _producer8w_mma  (decode/producer_mma.cuh) the
+//       same producer over two or four K/V heads a CTA, held to three CTAs an SM, or of eight warps on 128-key
+//       tiles, one CTA an SM (the plan's kv_heads_per_cta, three, eight).
 //   decode_split_kv_fused_mma<T, D_PAD, EARLY>  (decode/producer_mma.cuh) that producer whose last CTA per
 //       (request, K/V head) also merges the group's slots (fused combine, 0x03C): one launch when the plan
 //       has few slots per request; with 2 slots in every request, launched as one thread-block cluster per
@@ -69,7 +72,7 @@ typedef void (*producer_fn)(const dkb_decode_params, const KvMaps);
 // producer_for keeps that size (negative: never).
 struct Heads {
   producer_fn fn;
-  int smem, room;
+  int smem, room, nt;  // nt: its threads a CTA
 };
 struct Instance {
   producer_fn fn;
@@ -80,6 +83,8 @@ struct Instance {
                       // its shared memory lets fewer share an SM (smem_ctas), as the device's occupancy says
   Heads heads[2];     // [0]: 2 K/V heads a CTA, [1]: 4
   Heads three;        // one head a CTA, built for three CTAs an SM (d = 128), or fn null; room: its page ids
+  Heads eight;        // one head a CTA of eight warps on 128-key tiles, one CTA an SM (d = 128), or fn null; room: its
+                      // page ids
 };
 
 // CTAs of `smem` bytes of dynamic shared memory an H100/H200 SM holds: 228 KiB, 1 KiB of each CTA's
@@ -92,7 +97,7 @@ Instance make() {
   // Built for no count (__launch_bounds__(NT)): the wave counts 2, as it did for every producer before
   // the d = 64 tensor-core ones were built for 4.
   return Instance{decode_split_kv_producer<T, D, R, NT>, NT, K::SMEM, K::NTOK, nullptr, false,
-                  std::min(2, smem_ctas(K::SMEM)), {}, {}};
+                  std::min(2, smem_ctas(K::SMEM)), {}, {}, {}};
 }
 
 int pad_dim(int d) { return d <= 64 ? 64 : d <= 128 ? 128 : d <= 256 ? 256 : 0; }
@@ -139,17 +144,22 @@ Instance make_mma() {
   constexpr int smem = D == 128 ? kTwoPerSmSmem : K::SMEM + kPageSpare;
   static_assert(smem_ctas(smem) == smem_ctas(smem + K::Q_BYTES), "two heads keep the CTAs per SM");
   Instance in{decode_split_kv_producer_mma<T, D, EARLY>, K::NT, smem, K::NTOK, decode_split_kv_fused_mma<T, D, EARLY>, true,
-              std::min(K::MIN_CTAS, smem_ctas(smem)), {}, {}};
-  in.heads[0] = Heads{decode_split_kv_producer2_mma<T, D, EARLY>, smem + K::Q_BYTES, (smem - K::SMEM - K::Q_BYTES) / 4};
+              std::min(K::MIN_CTAS, smem_ctas(smem)), {}, {}, {}};
+  in.heads[0] = Heads{decode_split_kv_producer2_mma<T, D, EARLY>, smem + K::Q_BYTES, (smem - K::SMEM - K::Q_BYTES) / 4, K::NT};
   if constexpr (D == 128) {
     constexpr int smem4 = K::SMEM + 3 * K::Q_BYTES + kPageSpare;
     static_assert(smem_ctas(smem4) == K::MIN_CTAS, "four heads keep the CTAs per SM");
-    in.heads[1] = Heads{decode_split_kv_producer4_mma<T, D, EARLY>, smem4, -1};
+    in.heads[1] = Heads{decode_split_kv_producer4_mma<T, D, EARLY>, smem4, -1, K::NT};
     // Three CTAs an SM: 3 x (74 + 1 reserved) KiB and the producer's static shared memory (its barriers and
     // item ring, under 1 KiB); 75 KiB left the static bytes no room, and the device held two (an H100).
     constexpr int smem3 = 74 * 1024;
     static_assert(smem_ctas(smem3) == 3, "three CTAs an SM");
-    in.three = Heads{decode_split_kv_producer3sm_mma<T, D, EARLY>, smem3, (smem3 - K::SMEM) / 4};
+    in.three = Heads{decode_split_kv_producer3sm_mma<T, D, EARLY>, smem3, (smem3 - K::SMEM) / 4, K::NT};
+    // Eight warps: two stages of 64 KiB (128-key tiles) and the same page room, one CTA an SM.
+    using K8 = MmaCfg<D, 8>;
+    constexpr int smem8 = K8::SMEM + kPageSpare;
+    static_assert(smem_ctas(smem8) == 1, "one CTA of eight warps an SM");
+    in.eight = Heads{decode_split_kv_producer8w_mma<T, D, EARLY>, smem8, kPageSpare / 4, K8::NT};
   }
   return in;
 }
@@ -299,6 +309,11 @@ extern "C" int dkb_decode_three_room(int dtype, int dk, int dv, int rows) {
   return pick(dtype, dk, dv, rows, &in) && in.three.fn ? in.three.room : 0;
 }
 
+extern "C" int dkb_decode_eight_room(int dtype, int dk, int dv, int rows) {
+  Instance in;
+  return pick(dtype, dk, dv, rows, &in) && in.eight.fn ? in.eight.room : 0;
+}
+
 // CTAs per SM the producer holds (the one built for three CTAs an SM where `three`); both instantiations (with
 // and without the early first tile, producer_for) are asked, and the smaller count is the answer: the caller
 // knows no layout. 0 where there is no such producer or the device cannot be asked.
@@ -333,6 +348,12 @@ static producer_fn producer_for(const dkb_decode_params &p, Instance *in) {
     if (!in->three.fn || p.hp > 1 || !p.direct || p.fused) return nullptr;
     in->smem = in->three.smem;
     return in->three.fn;
+  }
+  if (p.eight) {
+    if (!in->eight.fn || p.hp > 1 || p.fused || p.mask_kind == M_FLASHMASK) return nullptr;
+    in->smem = in->eight.smem;
+    in->nt = in->eight.nt;
+    return in->eight.fn;
   }
   if (p.hp > 1) {
     const Heads *h = heads_for(*in, p.hp, p.H_kv, p.mask_kind);

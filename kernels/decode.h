@@ -82,6 +82,8 @@ struct dkb_decode_params {
                                    * fused, up to dkb_decode_hp_max (heads h .. h + hp - 1 for grid x = h / hp) */
   int three;                      /* 1: a direct plan of one head a CTA, not fused, on the producer built for three
                                    * CTAs an SM (dkb_decode_three_room) */
+  int eight;                      /* 1: a plan of one head a CTA, not fused, no FlashMask, on the producer of eight
+                                   * warps, one CTA an SM (dkb_decode_eight_room) */
   /* append: rows [N_b - C, N_b) are new; written into the cache by dkb_append_launch */
   const void *k_new, *v_new;      /* [B][C][H_kv][dk] and [B][C][H_kv][dv] */
 };
@@ -121,6 +123,10 @@ int dkb_decode_hp_max(int dtype, int dk, int dv, int rows, int H_kv, int mask_ki
 int dkb_decode_three_room(int dtype, int dk, int dv, int rows);
 /* Resident CTAs per SM of that producer on the current device (0 when there is none or it cannot be asked). */
 int dkb_decode_three_occupancy(int dtype, int dk, int dv, int rows);
+/* The page ids an item's list may hold in the shared memory of the one-head producer of eight warps on 128-key
+ * tiles, one CTA an SM (struct dkb_decode_params eight; d = 128, fp16/bf16, up to 16 rows: 144 KiB a CTA), or 0
+ * where there is none. */
+int dkb_decode_eight_room(int dtype, int dk, int dv, int rows);
 /* Launches the producer (and the combine kernel unless direct or fused). 0 or a cudaError_t value. */
 int dkb_decode_launch(const struct dkb_decode_params *p, void *stream);
 /* The naive reference family: one CTA per (request, query row, query head), no split, any rows.

@@ -11,10 +11,10 @@ usage: captured_check.py bundles [DIR]        the bundle folders of DIR (default
        captured_check.py clusters DIR         the plan's cluster_ctas and the cluster dims of the producer launches
                                               CUPTI recorded; exit 1 unless each matches the plan ("- NAME" for
                                               another backend than dkb_split_kv, whose plan claims no clusters)
-       captured_check.py heads DIR            the plan's kv_heads_per_cta and three_ctas_per_sm against the producer
-                                              launches CUPTI recorded; exit 1 unless each spans H_kv / heads CTAs in
-                                              x and is the two-, four-head or three-CTA producer exactly when the
-                                              plan says so
+       captured_check.py heads DIR            the plan's kv_heads_per_cta, three_ctas_per_sm and eight_warps_per_cta
+                                              against the producer launches CUPTI recorded; exit 1 unless each spans
+                                              H_kv / heads CTAs in x and is the two-, four-head, three-CTA or
+                                              eight-warp producer exactly when the plan says so
        captured_check.py runs [INDEX]         the index's runs, one a line, once its entries and the folders beside
                                               it are the same set and the baselines are the smoke's kind of run, at
                                               least one and one a card (the GPU's name); else exit 1
@@ -80,8 +80,9 @@ def clusters(d):
 def heads(d):
     """A plan of two or four K/V heads a CTA launched decode_split_kv_producer2_mma or producer4_mma over
     H_kv / heads CTAs in x; a plan of three CTAs an SM (three_ctas_per_sm) decode_split_kv_producer3sm_mma
-    over H_kv; any other dkb_split_kv plan a one-head producer over H_kv. Prints the heads, "three" or "-",
-    and the grids."""
+    over H_kv, a plan of eight warps a CTA (eight_warps_per_cta) decode_split_kv_producer8w_mma over H_kv; any
+    other dkb_split_kv plan a one-head producer of four warps over H_kv. Prints the heads, "three", "eight" or
+    "-", and the grids."""
     b = json.load(open(d + "/bundle.json"))
     dispatch = b["dispatch"]
     if dispatch["backend"]["name"] != "dkb_split_kv":
@@ -89,12 +90,14 @@ def heads(d):
         return 0
     hp = dispatch["plan"].get("kv_heads_per_cta", 1)
     three = dispatch["plan"].get("three_ctas_per_sm", False)
+    eight = dispatch["plan"].get("eight_warps_per_cta", False)
     h_kv = json.load(open(b["fixture"]["path"]))["heads"]["H_kv"]
     prod = producer_launches(d)
-    print(hp, "three" if three else "-", [k["grid"] for k in prod])
+    print(hp, "three" if three else "eight" if eight else "-", [k["grid"] for k in prod])
     ok = all(k["grid"][0] * hp == h_kv and ("decode_split_kv_producer2_mma" in k["name"]) == (hp == 2) and
              ("decode_split_kv_producer4_mma" in k["name"]) == (hp == 4) and
-             ("decode_split_kv_producer3sm_mma" in k["name"]) == three for k in prod)
+             ("decode_split_kv_producer3sm_mma" in k["name"]) == three and
+             ("decode_split_kv_producer8w_mma" in k["name"]) == eight for k in prod)
     return 0 if prod and ok else 1
 
 

@@ -252,6 +252,68 @@ static void direct_plans_of_many_short_ctas_run_three_one_head_ctas_an_sm(void *
  * (64 < d <= 128) with H_kv a multiple of four, two wherever four are and at d = 64 and 256 with H_kv even, one
  * head on HND caches, pages of a size no power of two, FlashMask (its summaries are of whole 64-key tiles),
  * fp32 (the CUDA-core producer) and odd H_kv. */
+/* A fixture with its auto split policy replaced by a fixed one of `splits`, written under the tests' tmp dir. */
+static const char *forced_split(const char *path, int splits) {
+  char *doc = slurp(path);
+  char *at = strstr(doc, "\"policy\": \"auto\"");
+  assert_non_null(at);
+  const size_t n = strlen(doc) + 32;
+  char *fixed = malloc(n), name[64];
+  snprintf(fixed, n, "%.*s\"policy\": \"fixed\", \"splits\": %d%s", (int)(at - doc), doc, splits, at + strlen("\"policy\": \"auto\""));
+  snprintf(name, sizeof name, "split%d-%s", splits, strrchr(path, '/') + 1);
+  const char *out = tmp_file(name, fixed);
+  free(fixed);
+  free(doc);
+  return out;
+}
+
+/* A one-head plan that its longest CTA's tiles and ends set the LPT makespan of, on the wave's slots (132 SMs x 2),
+ * runs on the producer of eight warps, one CTA an SM: the ragged serving batches forced to one split (each long
+ * request's CTAs outlast every other slot's work), B16 T8192 unsplit (128 CTAs), B8 T16384 MHA unsplit (256 CTAs,
+ * a wave). Not B64 T2048's 512 one-head CTAs (two waves: the longest CTA is half the schedule), nor the auto plans
+ * of the ragged batch (fused), B512 (three CTAs an SM), pages at B64 (four heads a CTA), d = 64 (no such producer),
+ * an item whose page list outgrows its room (2048 16-key pages against 2047), nor FlashMask. The plan says which
+ * (eight_warps_per_cta). */
+static void one_head_plans_that_their_longest_cta_sets_run_eight_warps(void **s) {
+  (void)s;
+  struct { const char *path; int split, room, eight; } cases[] = {
+      {"fixtures/bench/ragged64-long4-paged16.json", 1, -1, 1},  {"fixtures/bench/ragged64-long4-packed.json", 1, -1, 1},
+      {"fixtures/bench/ragged32-paged16.json", 1, -1, 1},         {"fixtures/bench/b16-t8192-g4-contig.json", 1, -1, 1},
+      {"fixtures/bench/b16-t8192-g4-paged16.json", 1, -1, 1},     {"fixtures/bench/b8-t16384-g1-contig.json", 1, -1, 1},
+      {"fixtures/bench/ragged64-long4-paged16.json", 0, -1, 0},  {"fixtures/bench/b64-t2048-g4-contig.json", 1, -1, 0},
+      {"fixtures/bench/b64-t2048-g4-contig.json", 0, -1, 0},      {"fixtures/bench/b512-t256-g4-contig.json", 0, -1, 0},
+      {"fixtures/bench/b64-t2048-g4-paged16.json", 0, -1, 0},     {"fixtures/bench/b64-t2048-g4-d64-contig.json", 1, -1, 0},
+      {"fixtures/bench/ragged64-long4-paged16.json", 1, 2048, 1}, {"fixtures/bench/ragged64-long4-paged16.json", 1, 2047, 0},
+      {"fixtures/decode/flashmask-documents.json", 0, -1, 0}};
+  for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
+    const char *path = cases[k].split ? forced_split(cases[k].path, cases[k].split) : cases[k].path;
+    struct decode_call c;
+    struct decode_inputs in;
+    struct decode_plan pl;
+    struct dkb_err e;
+    if (decode_call_load(path, &c, &e)) fail_msg("%s: %s", path, e.msg);
+    struct plan_opts po = builtin_plan_opts(&c, 132, -1);
+    po.ctas_per_sm = 2;
+    if (cases[k].room >= 0) po.eight_room = cases[k].room;
+    if (inputs_build(&c, po.tile_tokens, &in, &e) || plan_build(&c, &in, &po, &pl, &e)) fail_msg("%s: %s", path, e.msg);
+    if (pl.eight != cases[k].eight)
+      fail_msg("%s split %d (room %d): eight warps %d, want %d (direct %d fused %d three %d heads %d)", cases[k].path,
+               cases[k].split, cases[k].room, pl.eight, cases[k].eight, pl.direct, pl.fused, pl.three, pl.kv_heads_per_cta);
+    if (pl.eight) assert_true(!pl.fused && !pl.cluster && !pl.three && pl.kv_heads_per_cta == 1);
+    json_t *j = plan_json(&c, &pl);
+    assert_int_equal(json_is_true(json_object_get(j, "eight_warps_per_cta")), pl.eight);
+    json_decref(j);
+    release_planned(&c, &in, &pl);
+  }
+  /* the producer: bf16 and fp16 at d = 128 (64 < d <= 128), up to 16 rows, with 11 KiB of page ids */
+  assert_int_equal(dkb_decode_eight_room(DKB_KDT_BF16, 128, 128, 4), 2816);
+  assert_int_equal(dkb_decode_eight_room(DKB_KDT_F16, 96, 96, 16), 2816);
+  assert_int_equal(dkb_decode_eight_room(DKB_KDT_BF16, 64, 64, 4), 0);
+  assert_int_equal(dkb_decode_eight_room(DKB_KDT_BF16, 256, 256, 4), 0);
+  assert_int_equal(dkb_decode_eight_room(DKB_KDT_BF16, 128, 128, 32), 0);
+  assert_int_equal(dkb_decode_eight_room(DKB_KDT_F32, 128, 128, 4), 0);
+}
+
 static void kernels_admit_four_kv_heads_at_d128_and_two_wherever_four_are(void **s) {
   (void)s;
   const int bf = DKB_KDT_BF16, fp = DKB_KDT_F16, nhd = KV_PAGED_NHD, none = MASK_NONE;
@@ -427,21 +489,16 @@ static void an_unsplit_plan_fills_one_cta_an_sm_where_that_streams_the_cards_dra
     release_planned(&c, &in, &pl);
   }
   /* the unsplit auto plan is the one the H100 timed forced to one split: the same items and heads a CTA */
-  char *doc = slurp("fixtures/bench/b16-t8192-g4-contig.json");
-  char *at = strstr(doc, "\"policy\": \"auto\"");
-  assert_non_null(at);
-  const size_t n = strlen(doc) + 32;
-  char *fixed = malloc(n);
-  snprintf(fixed, n, "%.*s\"policy\": \"fixed\", \"splits\": 1%s", (int)(at - doc), doc, at + strlen("\"policy\": \"auto\""));
   struct decode_call ca, cf;
   struct decode_inputs ia, inf;
   struct decode_plan pa, pf;
   plan_fixture_room("fixtures/bench/b16-t8192-g4-contig.json", 2, -1, 0, &ca, &ia, &pa);
-  plan_fixture_room(tmp_file("b16-split1.json", fixed), 2, -1, 0, &cf, &inf, &pf);
+  plan_fixture_room(forced_split("fixtures/bench/b16-t8192-g4-contig.json", 1), 2, -1, 0, &cf, &inf, &pf);
   assert_int_equal(pa.n_items, pf.n_items);
   assert_int_equal(pa.direct, pf.direct);
   assert_int_equal(pa.kv_heads_per_cta, pf.kv_heads_per_cta);
   assert_int_equal(pa.three, pf.three);
+  assert_int_equal(pa.eight, pf.eight);
   for (int i = 0; i < pa.n_items; i++) {
     assert_int_equal(pa.item_b[i], pf.item_b[i]);
     assert_int_equal(pa.item_lo[i], pf.item_lo[i]);
@@ -449,8 +506,6 @@ static void an_unsplit_plan_fills_one_cta_an_sm_where_that_streams_the_cards_dra
   }
   release_planned(&ca, &ia, &pa);
   release_planned(&cf, &inf, &pf);
-  free(fixed);
-  free(doc);
 }
 
 /* On the GPU: the tensor-core producers run as many CTAs per SM as the planner's wave counts without a
@@ -482,6 +537,7 @@ DKB_TEST_GROUP(plan, cmocka_unit_test(plan_items_cover_visible_keys_exactly),
                cmocka_unit_test(direct_plans_take_the_most_kv_heads_a_cta_whose_grid_still_fills_the_device),
                cmocka_unit_test(a_ragged_batchs_long_requests_keep_one_head_a_cta_unsplit),
                cmocka_unit_test(direct_plans_of_many_short_ctas_run_three_one_head_ctas_an_sm),
+               cmocka_unit_test(one_head_plans_that_their_longest_cta_sets_run_eight_warps),
                cmocka_unit_test(kernels_admit_four_kv_heads_at_d128_and_two_wherever_four_are),
                cmocka_unit_test(auto_split_minimizes_the_lpt_makespan),
                cmocka_unit_test(an_unsplit_plan_fills_one_cta_an_sm_where_that_streams_the_cards_dram_share),

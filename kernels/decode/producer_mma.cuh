@@ -12,8 +12,8 @@ namespace {
 
 // ---- tensor-core producer: up to 16 query rows per K/V head on mma.sync m16n8k16 ---------------
 // The query rows of one K/V head group (g * C <= 16, zero-padded to 16) are the M side of the MMA; each
-// of the 4 warps owns 16 keys of every 64-key tile and keeps its own online-softmax state (m, l in base
-// 2, O in fp32 fragments), so a tile costs one barrier; the warps' states are merged exactly at the end
+// of the NW warps (4, or 8 in decode_split_kv_producer8w_mma) owns 16 keys of every 16 * NW-key tile and
+// keeps its own online-softmax state (m, l in base 2, O in fp32 fragments), so a tile costs one barrier; the warps' states are merged exactly at the end
 // (0x02B). P is rounded to the storage dtype for the P.V product, as FlashAttention-2 does; scores,
 // max, sum and O accumulate in fp32. K/V rows are 16-byte-chunk swizzled (chunk ^ row % 8) so ldmatrix
 // reads are free of bank conflicts.
@@ -23,12 +23,12 @@ namespace {
 // stages, two CTAs per SM"). At d = 256 the two stages of 64 KB leave room for one CTA per SM. Four
 // stages at d = 64, whose stages hold half the bytes, changed nothing (B64 T2048 16-key pages: 176.86 us
 // against 172.74; contiguous 133.47 against 132.32).
-template <int D_PAD>
+template <int D_PAD, int NW_ = 4>
 struct MmaCfg {
-  static constexpr int NT = 128, NW = 4, NTOK = 64, ROWS = 16, CH = D_PAD / 8, ST = 2;
+  static constexpr int NW = NW_, NT = 32 * NW, NTOK = 16 * NW, ROWS = 16, CH = D_PAD / 8, ST = 2;
   // The kernels' __launch_bounds__ minimum of CTAs per SM (at the kernels below); the planner's wave
   // counts the same where shared memory holds that many (dkb_decode_wave_ctas; d = 256: 1).
-  static constexpr int MIN_CTAS = D_PAD == 64 ? 4 : 2;
+  static constexpr int MIN_CTAS = NW == 8 ? 1 : D_PAD == 64 ? 4 : 2;
   static constexpr int TILE_BYTES = NTOK * D_PAD * 2, STAGE_BYTES = 2 * TILE_BYTES;
   static constexpr int Q_BYTES = ROWS * D_PAD * 2;
   // The warps' O rows for the merge, padded so a warp's float2 stores (8 rows x 4 lanes) hit distinct
@@ -99,9 +99,9 @@ __device__ __forceinline__ void direct_rows(const dkb_decode_params &p, int b, i
 // cost a call about 0.9 us each contiguous and 2.2 us paged: two heads made 16-key paged calls 1.8-4.9 %
 // faster, contiguous ones the same (docs/kernels.md, "Two K/V heads a CTA"); four heads (d = 128) put B128
 // T1024's 1024 (request, K/V head) blocks in one wave (docs/kernels.md, "Four K/V heads a CTA").
-template <typename T, int D_PAD, bool FUSED, bool EARLY, int HP = 1>
+template <typename T, int D_PAD, bool FUSED, bool EARLY, int HP = 1, int NW = 4>
 __device__ __forceinline__ void producer_mma(const dkb_decode_params &p, const KvMaps &maps) {
-  using K = MmaCfg<D_PAD>;
+  using K = MmaCfg<D_PAD, NW>;
   static_assert(K::NW % HP == 0, "every head has whole warps");
   constexpr int KT = K::NTOK / HP, WPH = K::NW / HP;  // keys of a head a tile; warps a head
   constexpr int KS = D_PAD / 16;  // 16-wide k steps of q.k and 16-wide n steps of p.V
@@ -429,6 +429,16 @@ __global__ void __launch_bounds__(128, MmaCfg<D_PAD>::MIN_CTAS) decode_split_kv_
 template <typename T, int D_PAD, bool EARLY>
 __global__ void __launch_bounds__(128, 3) decode_split_kv_producer3sm_mma(const dkb_decode_params p, const __grid_constant__ KvMaps maps) {
   producer_mma<T, D_PAD, false, EARLY>(p, maps);
+}
+// The one-head producer of eight warps on 128-key tiles, one CTA an SM (d = 128: make_mma), for one-head plans whose
+// schedule its longest CTA sets (harness/plan.c, plan_eight): such a CTA streams with its SM to itself for much of
+// its life, and four warps there issue too little to keep the copies flowing (one warp a scheduler, an instruction
+// every 7 cycles); eight warps, each the same work as in the four-warp CTA, double what is in flight. The ragged
+// serving batch forced to one split ran 35 % faster on an H100, a full two waves of one-head CTAs 0.9 % slower
+// (docs/kernels.md, "Eight warps for a CTA that streams alone").
+template <typename T, int D_PAD, bool EARLY>
+__global__ void __launch_bounds__(256, 1) decode_split_kv_producer8w_mma(const dkb_decode_params p, const __grid_constant__ KvMaps maps) {
+  producer_mma<T, D_PAD, false, EARLY, 1, 8>(p, maps);
 }
 // The same producer whose last CTA per (request, K/V head) also merges that group's slots: one launch.
 template <typename T, int D_PAD, bool EARLY>
