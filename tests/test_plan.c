@@ -202,6 +202,17 @@ static void a_ragged_batchs_long_requests_keep_one_head_a_cta_unsplit(void **s) 
   }
 }
 
+/* A d = 128 producer's page room (dkb_decode_three_room, dkb_decode_eight_room): `want` ids for bf16 and fp16 at
+ * 64 < d <= 128 with up to 16 rows, none at d = 64 or 256, for 32 rows or for fp32 (no such producer). */
+static void assert_room_at_d128_only(int (*room)(int, int, int, int), int want) {
+  assert_int_equal(room(DKB_KDT_BF16, 128, 128, 4), want);
+  assert_int_equal(room(DKB_KDT_F16, 96, 96, 16), want);
+  assert_int_equal(room(DKB_KDT_BF16, 64, 64, 4), 0);
+  assert_int_equal(room(DKB_KDT_BF16, 256, 256, 4), 0);
+  assert_int_equal(room(DKB_KDT_BF16, 128, 128, 32), 0);
+  assert_int_equal(room(DKB_KDT_F32, 128, 128, 4), 0);
+}
+
 /* A direct plan of at least 8 one-head CTAs a slot of three an SM (132 SMs x 3: 396 slots) runs them one head a
  * CTA on the producer built for three CTAs an SM (d = 128), contiguous and paged: B512 T256 (4096 CTAs, 10.3 a
  * slot) and the two `three-per-sm-*` fixtures (3200, 8.1). From 4 a slot, a contiguous one does where its CTA
@@ -240,12 +251,7 @@ static void direct_plans_of_many_short_ctas_run_three_one_head_ctas_an_sm(void *
     release_planned(&c, &in, &pl);
   }
   /* the producer: bf16 and fp16 at d = 128 (64 < d <= 128), up to 16 rows, with 5 KiB of page ids */
-  assert_int_equal(dkb_decode_three_room(DKB_KDT_BF16, 128, 128, 4), 1280);
-  assert_int_equal(dkb_decode_three_room(DKB_KDT_F16, 96, 96, 16), 1280);
-  assert_int_equal(dkb_decode_three_room(DKB_KDT_BF16, 64, 64, 4), 0);
-  assert_int_equal(dkb_decode_three_room(DKB_KDT_BF16, 256, 256, 4), 0);
-  assert_int_equal(dkb_decode_three_room(DKB_KDT_BF16, 128, 128, 32), 0);
-  assert_int_equal(dkb_decode_three_room(DKB_KDT_F32, 128, 128, 4), 0);
+  assert_room_at_d128_only(dkb_decode_three_room, 1280);
 }
 
 /* Which K/V heads a CTA the kernels admit (dkb_decode_hp_max), asked without a device: four only at d = 128
@@ -306,12 +312,7 @@ static void one_head_plans_that_their_longest_cta_sets_run_eight_warps(void **s)
     release_planned(&c, &in, &pl);
   }
   /* the producer: bf16 and fp16 at d = 128 (64 < d <= 128), up to 16 rows, with 11 KiB of page ids */
-  assert_int_equal(dkb_decode_eight_room(DKB_KDT_BF16, 128, 128, 4), 2816);
-  assert_int_equal(dkb_decode_eight_room(DKB_KDT_F16, 96, 96, 16), 2816);
-  assert_int_equal(dkb_decode_eight_room(DKB_KDT_BF16, 64, 64, 4), 0);
-  assert_int_equal(dkb_decode_eight_room(DKB_KDT_BF16, 256, 256, 4), 0);
-  assert_int_equal(dkb_decode_eight_room(DKB_KDT_BF16, 128, 128, 32), 0);
-  assert_int_equal(dkb_decode_eight_room(DKB_KDT_F32, 128, 128, 4), 0);
+  assert_room_at_d128_only(dkb_decode_eight_room, 2816);
 }
 
 static void kernels_admit_four_kv_heads_at_d128_and_two_wherever_four_are(void **s) {
